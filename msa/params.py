@@ -1,0 +1,100 @@
+"""Every tunable of an alignment run, with its default, in one place.
+
+The CLI, the Python API and the README read their defaults from here, so they
+cannot drift apart.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Literal
+
+#: Scores are integers: matrix entries and gap costs times this factor
+#: (FAMSA's ``cost_cast_factor``), so CPU and GPU do the same arithmetic.
+FIXED_POINT = 1000
+
+GuideTreeMethod = Literal["auto", "parttree", "upgma", "single"]
+Device = Literal["auto", "cpu", "cuda"]
+
+
+@dataclass(frozen=True)
+class AlignParams:
+    """Options of one alignment run; frozen so a run cannot change them midway."""
+
+    matrix: str = "PFASUM43"
+    gap_open: float = 14.85
+    gap_extend: float = 1.25
+    terminal_gap: float = 0.66
+    #: FAMSA rescales gap costs by 1 + log2(N/45)/7 for N >= 45 sequences.
+    rescale_gaps: bool = True
+    guide_tree: GuideTreeMethod = "auto"
+    #: A Newick file to take the guide tree from instead of building one.
+    tree_file: str | None = None
+    partsize: int = 50
+    #: Groups up to this size get an exact tree from a full distance matrix.
+    exact_tree_max: int = 4096
+    keep_duplicates: bool = False
+    seed: int = 0
+    threads: int = 0
+    device: Device = "auto"
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        if self.gap_open < 0 or self.gap_extend < 0 or self.terminal_gap < 0:
+            raise ValueError("gap costs must be non-negative")
+        if self.partsize < 2:
+            raise ValueError(f"partsize must be at least 2, got {self.partsize}")
+        if self.exact_tree_max < 2:
+            raise ValueError(f"exact_tree_max must be at least 2, got {self.exact_tree_max}")
+        if self.threads < 0:
+            raise ValueError(f"threads must be >= 0, got {self.threads}")
+        if self.guide_tree not in ("auto", "parttree", "upgma", "single"):
+            raise ValueError(f"unknown guide tree method {self.guide_tree!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"unknown device {self.device!r}")
+
+    def with_(self, **changes: object) -> "AlignParams":
+        return replace(self, **changes)
+
+    def __repr__(self) -> str:
+        changed = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != f.default
+        ]
+        return f"AlignParams({', '.join(changed)})"
+
+
+@dataclass(frozen=True)
+class GapCosts:
+    """Integer gap penalties (negative numbers) for one run, after rescaling."""
+
+    open: int
+    extend: int
+    term_open: int
+    term_extend: int
+
+
+def gap_costs(params: AlignParams, n_sequences: int) -> GapCosts:
+    """FAMSA's fixed-point gap penalties, rescaled with the number of input sequences.
+
+    ``n_sequences`` counts duplicates too, as FAMSA does.
+    """
+    scale = 1.0
+    if params.rescale_gaps and n_sequences >= 45:
+        scale = 1.0 + math.log2(n_sequences / 45) / 7
+
+    def fixed(cost: float) -> int:
+        base = _round_half_away(-FIXED_POINT * cost)
+        return int(base * scale)  # C cast: truncation toward zero
+
+    return GapCosts(
+        open=fixed(params.gap_open),
+        extend=fixed(params.gap_extend),
+        term_open=fixed(params.terminal_gap),
+        term_extend=fixed(params.terminal_gap),
+    )
+
+
+def _round_half_away(x: float) -> int:
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))

@@ -1,0 +1,82 @@
+"""The whole run, stage by stage: dedupe, guide tree, progressive alignment, rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from msa.alphabet import load_matrix
+from msa.backends import Backend, get_backend
+from msa.params import AlignParams, gap_costs
+from msa.seqdb import SeqDB
+from msa.tree import GuideTree, build_guide_tree, read_newick
+
+
+@dataclass
+class AlignedRows:
+    """A finished alignment: row ``i`` is ``rows[i]`` (letters and b'-'), in input order."""
+
+    names: list[str]
+    descriptions: list[str]
+    rows: np.ndarray  # uint8 (n, width)
+
+    @property
+    def width(self) -> int:
+        return int(self.rows.shape[1]) if self.rows.ndim == 2 else 0
+
+    def row(self, i: int) -> str:
+        return self.rows[i].tobytes().decode("ascii")
+
+
+def align_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> AlignedRows:
+    """Align every sequence of ``db``; duplicates are aligned once and copied back."""
+    if len(db) == 0:
+        raise ValueError("no sequences to align")
+    backend = backend or get_backend(params.device, quiet=params.quiet)
+    _set_threads(params.threads)
+    if params.keep_duplicates:
+        reps, inverse = np.arange(len(db)), np.arange(len(db))
+    else:
+        reps, inverse = db.unique()
+    unique = db.subset(reps) if len(reps) < len(db) else db
+
+    if params.tree_file is not None:
+        tree = read_tree_file(params.tree_file, db, reps)
+    else:
+        tree = build_guide_tree(unique, params, backend)
+
+    from msa.progressive import progressive_align, gapped_rows
+
+    matrix = load_matrix(params.matrix)
+    gaps = gap_costs(params, len(db))
+    columns, width = progressive_align(unique, tree, matrix, gaps, backend, quiet=params.quiet)
+    rows = gapped_rows(unique, columns, width)
+    if len(reps) < len(db):
+        rows = rows[inverse]  # duplicates are byte-identical, so their rows are too
+    return AlignedRows(db.names, db.descriptions, rows)
+
+
+def tree_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> tuple[GuideTree, list[str]]:
+    """The guide tree over the distinct sequences, with the leaf names it uses."""
+    if len(db) == 0:
+        raise ValueError("no sequences")
+    backend = backend or get_backend(params.device, quiet=params.quiet)
+    _set_threads(params.threads)
+    reps = np.arange(len(db)) if params.keep_duplicates else db.unique()[0]
+    unique = db.subset(reps) if len(reps) < len(db) else db
+    return build_guide_tree(unique, params, backend), unique.names
+
+
+def read_tree_file(path: str, db: SeqDB, reps: np.ndarray) -> GuideTree:
+    """A user's Newick tree over the input names, restricted to the distinct sequences."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    return read_newick(text, [db.names[i] for i in reps])
+
+
+def _set_threads(threads: int) -> None:
+    if threads <= 0:
+        return
+    import numba
+
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))

@@ -1,0 +1,138 @@
+"""Encoded sequences: one flat uint8 array plus offsets, never an object per residue."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from msa.alphabet import encode
+
+
+@dataclass
+class SeqDB:
+    """A set of ungapped sequences.
+
+    ``residues`` keeps the letters exactly as read (case, unusual letters), for
+    output; ``codes`` holds their residue codes for scoring. Sequence ``i`` is
+    ``residues[offsets[i]:offsets[i+1]]``.
+    """
+
+    names: list[str]
+    descriptions: list[str]
+    residues: np.ndarray  # uint8 letters
+    offsets: np.ndarray  # int64, len(names) + 1
+    codes: np.ndarray  # uint8 residue codes, same layout as residues
+
+    @classmethod
+    def from_arrays(
+        cls, names: list[str], descriptions: list[str], residues: np.ndarray, offsets: np.ndarray
+    ) -> "SeqDB":
+        residues = np.ascontiguousarray(residues, dtype=np.uint8)
+        return cls(names, descriptions, residues, np.asarray(offsets, dtype=np.int64), encode(residues))
+
+    @classmethod
+    def from_pairs(cls, pairs: list[tuple[str, str | bytes]]) -> "SeqDB":
+        """Build from (name, sequence) pairs; gaps ('-', '.') are removed."""
+        names = [p[0] for p in pairs]
+        seqs = [p[1].encode() if isinstance(p[1], str) else bytes(p[1]) for p in pairs]
+        seqs = [s.replace(b"-", b"").replace(b".", b"") for s in seqs]
+        lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        residues = np.frombuffer(b"".join(seqs), dtype=np.uint8).copy()
+        return cls.from_arrays(names, list(names), residues, offsets)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def sequence(self, i: int) -> bytes:
+        return self.residues[self.offsets[i] : self.offsets[i + 1]].tobytes()
+
+    def subset(self, index: np.ndarray) -> "SeqDB":
+        """The sequences at ``index``, in that order, as a new compact SeqDB."""
+        index = np.asarray(index, dtype=np.int64)
+        starts = self.offsets[index]
+        lengths = self.offsets[index + 1] - starts
+        offsets = np.zeros(len(index) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        gather = _ranges(starts, lengths)
+        return SeqDB(
+            [self.names[i] for i in index],
+            [self.descriptions[i] for i in index],
+            self.residues[gather],
+            offsets,
+            self.codes[gather],
+        )
+
+    def unique(self) -> tuple[np.ndarray, np.ndarray]:
+        """Exact duplicates, compared on the raw letters (case and unusual letters count).
+
+        Returns ``(representatives, inverse)``: the first occurrence of each
+        distinct sequence in input order, and for every sequence the index of its
+        representative within ``representatives``.
+        """
+        n = len(self)
+        lengths = self.lengths
+        # Hash each sequence with a polynomial over its bytes (vectorized), then
+        # confirm candidate groups byte for byte.
+        h = _hash_sequences(self.residues, self.offsets)
+        key = np.lexsort((np.arange(n), h, lengths))
+        reps = np.arange(n)
+        k_len, k_h = lengths[key], h[key]
+        same_as_prev = np.zeros(n, dtype=bool)
+        same_as_prev[1:] = (k_len[1:] == k_len[:-1]) & (k_h[1:] == k_h[:-1])
+        run_start = np.maximum.accumulate(np.where(~same_as_prev, np.arange(n), 0))
+        for pos in np.flatnonzero(same_as_prev):  # only hash collisions/duplicates reach here
+            cand = key[run_start[pos]]
+            if self.sequence(key[pos]) == self.sequence(cand):
+                reps[key[pos]] = cand
+            else:  # a true hash collision: keep it as its own representative
+                run_start[pos:][run_start[pos:] == run_start[pos]] = pos
+        representatives = np.flatnonzero(reps == np.arange(n))
+        position = np.full(n, -1, dtype=np.int64)
+        position[representatives] = np.arange(len(representatives))
+        return representatives, position[reps]
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated aranges [s, s+l) without a Python loop."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    out = np.ones(total, dtype=np.int64)
+    nz = lengths > 0
+    s, l = starts[nz], lengths[nz]
+    heads = np.zeros(len(l), dtype=np.int64)
+    np.cumsum(l[:-1], out=heads[1:])
+    out[heads] = s
+    out[heads[1:]] -= s[:-1] + l[:-1] - 1
+    return np.cumsum(out)
+
+
+def _hash_sequences(residues: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """A 64-bit polynomial hash of every sequence, computed with whole-array ops."""
+    n = len(offsets) - 1
+    if len(residues) == 0:
+        return np.zeros(n, dtype=np.uint64)
+    lengths = np.diff(offsets)
+    seq_of = np.repeat(np.arange(n), lengths)
+    pos = np.arange(len(residues)) - offsets[seq_of]
+    base = np.uint64(1099511628211)
+    # position weight = base ** pos mod 2**64, by repeated squaring on the array
+    weight = np.ones(len(residues), dtype=np.uint64)
+    p = pos.astype(np.uint64)
+    b = base
+    with np.errstate(over="ignore"):
+        while p.any():
+            odd = (p & np.uint64(1)).astype(bool)
+            weight[odd] *= b
+            p >>= np.uint64(1)
+            b = b * b
+        terms = (residues.astype(np.uint64) + np.uint64(1)) * weight
+    h = np.zeros(n, dtype=np.uint64)
+    np.add.at(h, seq_of, terms)
+    return h
