@@ -14,6 +14,7 @@ from typing import Literal
 FIXED_POINT = 1000
 
 GuideTreeMethod = Literal["auto", "parttree", "upgma", "single"]
+TreeDistance = Literal["kmer", "lcs"]
 Device = Literal["auto", "cpu", "cuda"]
 
 
@@ -33,6 +34,8 @@ class AlignParams:
     partsize: int = 50
     #: Groups up to this size get an exact tree from a full distance matrix.
     exact_tree_max: int = 4096
+    #: Distance of the exact trees: MAFFT's 6-mer distance or FAMSA's indel075_div_lcs.
+    distance: TreeDistance = "kmer"
     keep_duplicates: bool = False
     seed: int = 0
     threads: int = 0
@@ -50,6 +53,8 @@ class AlignParams:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
         if self.guide_tree not in ("auto", "parttree", "upgma", "single"):
             raise ValueError(f"unknown guide tree method {self.guide_tree!r}")
+        if self.distance not in ("kmer", "lcs"):
+            raise ValueError(f"unknown distance {self.distance!r}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"unknown device {self.device!r}")
 

@@ -28,8 +28,14 @@ class AlignedRows:
         return self.rows[i].tobytes().decode("ascii")
 
 
-def align_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> AlignedRows:
-    """Align every sequence of ``db``; duplicates are aligned once and copied back."""
+def align_db(
+    db: SeqDB, params: AlignParams, backend: Backend | None = None, tree: GuideTree | None = None
+) -> AlignedRows:
+    """Align every sequence of ``db``; duplicates are aligned once and copied back.
+
+    ``tree`` is a guide tree from ``tree_db`` with the same params (the CLI's
+    ``--tree-out`` builds it first, writes it, and aligns along it).
+    """
     if len(db) == 0:
         raise ValueError("no sequences to align")
     backend = backend or get_backend(params.device, quiet=params.quiet)
@@ -40,9 +46,9 @@ def align_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> 
         reps, inverse = db.unique()
     unique = db.subset(reps) if len(reps) < len(db) else db
 
-    if params.tree_file is not None:
+    if tree is None and params.tree_file is not None:
         tree = read_tree_file(params.tree_file, db, reps)
-    else:
+    elif tree is None:
         tree = build_guide_tree(unique, params, backend)
 
     from msa.progressive import progressive_align, gapped_rows

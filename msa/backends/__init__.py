@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from msa.kmers import KmerTables
+    from msa.profile import AlignBatch, AlignResult
 
 
 class BackendUnavailable(RuntimeError):
@@ -18,12 +24,20 @@ class Backend(Protocol):
 
     name: str
 
-    # Guide-tree stage (see msa.kmers / msa.tree.parttree for the array layouts).
-    def shared_kmers(self, tables, refs, members): ...
-    def nearest_reference(self, tables, refs, members): ...
+    # Guide-tree stage (see msa.kmers for the struct-array layout, msa.tree.parttree
+    # for how the batches are formed). Condensed matrices use scipy's pair order;
+    # group g's matrix is out[out_off[g]:out_off[g+1]].
+    def kmer_tables(self, codes, offsets) -> KmerTables: ...
+    def nearest_reference(
+        self, tables, ref_ids, ref_off, member_ids, member_node, cap: float = ...
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+    def kmer_distance_matrix(
+        self, tables, ids, group_off, cap: float = ...
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+    def lcs_distance_matrix(self, codes, offsets, ids, group_off) -> tuple[np.ndarray, np.ndarray]: ...
 
-    # Progressive stage (see msa.progressive for the batch layout).
-    def profile_align(self, batch): ...
+    # Progressive stage (msa.profile holds the batch layout, msa.progressive the driver).
+    def profile_align(self, batch: AlignBatch) -> AlignResult: ...
 
 
 def get_backend(device: str = "auto", *, quiet: bool = False) -> Backend:

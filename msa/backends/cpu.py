@@ -1,9 +1,68 @@
 """CPU backend: NumPy plus Numba kernels, the oracle for every GPU kernel."""
 from __future__ import annotations
 
+import numba
+import numpy as np
+
+from msa.backends import cpu_kmers
+from msa.backends.cpu_align import align_batch
+from msa.kmers import MAX_KMER_DIST, KmerTables, build_kmer_tables
+from msa.profile import AlignBatch, AlignResult
+
 
 class CpuBackend:
     """Runs every stage on the CPU cores (Numba threads, set by --threads)."""
 
     name = "cpu"
     # Stage owners attach their operations here as methods; see msa/backends/__init__.py.
+
+    def profile_align(self, batch: AlignBatch) -> AlignResult:
+        """Align every merge of a level batch (Numba, one merge per thread)."""
+        maps, counts, offsets = align_batch(
+            batch.counts, batch.col_offsets, batch.n_seqs, batch.matrix, batch.gaps
+        )
+        return AlignResult(maps, counts, offsets)
+
+    # ---- guide-tree stage
+    def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray) -> KmerTables:
+        """6-mer struct arrays of every sequence (layout in msa.kmers)."""
+        return build_kmer_tables(codes, offsets)
+
+    def nearest_reference(
+        self,
+        tables: KmerTables,
+        ref_ids: np.ndarray,
+        ref_off: np.ndarray,
+        member_ids: np.ndarray,
+        member_node: np.ndarray,
+        cap: float = MAX_KMER_DIST,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Index (within its node's references) of each member's nearest reference, and the distance."""
+        return cpu_kmers.nearest_reference(
+            tables.kcodes, tables.kcounts, tables.start, tables.n_distinct, tables.self_scores,
+            tables.lengths, _i64(ref_ids), _i64(ref_off), _i64(member_ids), _i64(member_node),
+            float(cap), numba.get_num_threads(),
+        )
+
+    def kmer_distance_matrix(
+        self, tables: KmerTables, ids: np.ndarray, group_off: np.ndarray, cap: float = MAX_KMER_DIST
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Condensed 6-mer distance matrices of many groups, and each group's offset in them."""
+        return cpu_kmers.kmer_distance_matrix(
+            tables.kcodes, tables.kcounts, tables.start, tables.n_distinct, tables.self_scores,
+            tables.lengths, _i64(ids), _i64(group_off), float(cap),
+            numba.get_num_threads(),
+        )
+
+    def lcs_distance_matrix(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Condensed FAMSA indel075_div_lcs matrices of many groups, and their offsets."""
+        return cpu_kmers.lcs_distance_matrix(
+            np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), _i64(group_off),
+            numba.get_num_threads(),
+        )
+
+
+def _i64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)

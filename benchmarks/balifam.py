@@ -1,0 +1,55 @@
+"""Side-by-side accuracy, time and memory on BaliFam: msa vs FAMSA 2 (pyfamsa) vs MAFFT.
+
+Every set in ``SETS/info/ids.txt`` is aligned from ``SETS/in/<id>`` by each tool
+(each run a subprocess, timed and memory-measured the same way) and scored with
+``msa.scoring`` against ``SETS/ref/<id>`` (qscore's Q and TC).
+
+Example:
+    python benchmarks/balifam.py --sets ../shared/datasets/balifam/balifam1000 \
+        --threads 2 --tools famsa,mafft --out bench-out/balifam1000.json
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from common import DEFAULT_COMMANDS, align_and_score, parse_tools, print_table, summarize, write_json
+
+
+def main() -> None:
+    """Run every tool on every set, print the table, write the JSON."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", type=Path, required=True, help="a BaliFam folder with in/, ref/, info/ids.txt")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--tools", default="msa,famsa", help="comma-separated: msa, famsa, mafft")
+    ap.add_argument("--limit", type=int, help="only the first N sets")
+    ap.add_argument("--out", type=Path, help="JSON of per-set results")
+    ap.add_argument("--workdir", type=Path, help="keep alignments here (default: a temporary folder)")
+    for tool, cmd in DEFAULT_COMMANDS.items():
+        ap.add_argument(f"--{tool}-cmd", default=cmd, help=f"command for {tool} (default: %(default)s)")
+    a = ap.parse_args()
+    tools = parse_tools(a.tools)
+    ids = (a.sets / "info" / "ids.txt").read_text().split()[: a.limit]
+    commands = {t: getattr(a, f"{t}_cmd") for t in tools}
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = a.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        for i, case in enumerate(ids, 1):
+            for tool in tools:
+                run = align_and_score(tool, commands[tool], case, a.sets / "in" / case, a.sets / "ref" / case,
+                                      workdir, a.threads)
+                runs.append(run)
+                status = run.error or f"SP {run.sp:.3f} TC {run.tc:.3f}"
+                print(f"[{i}/{len(ids)}] {case} {tool}: {status} ({run.wall_s:.1f} s, {run.peak_rss_mb:.0f} MB)",
+                      file=sys.stderr)
+    summary = summarize(runs, tools)
+    print(f"BaliFam {a.sets.name}: {len(ids)} sets, {a.threads} threads")
+    print_table(summary)
+    write_json(a.out, runs, summary, {"sets": str(a.sets), "threads": a.threads, "commands": commands})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Shared plumbing of the side-by-side benchmarks: run each aligner in a subprocess,
+measure its wall time and peak memory, score it, and print one table with ratios."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from msa.scoring import score_files  # noqa: E402
+
+#: GNU time measures each run's peak memory (``apt-get install time`` where missing).
+GNU_TIME = "/usr/bin/time"
+TOOLS = ("msa", "famsa", "mafft")
+#: ``{python}``, ``{input}``, ``{output}`` and ``{threads}`` are filled in per run.
+DEFAULT_COMMANDS = {
+    "msa": "{python} -m msa align {input} -o {output} --device cpu --threads {threads} --quiet",
+    "famsa": "{python} " + str(REPO / "benchmarks" / "famsa_align.py") + " {input} {output} --threads {threads}",
+    "mafft": "mafft --auto --anysymbol --thread {threads} --quiet {input}",
+}
+
+
+@dataclass
+class Run:
+    """One aligner on one input: accuracy, wall time and peak resident memory."""
+
+    tool: str
+    case: str
+    sp: float | None
+    tc: float | None
+    wall_s: float
+    peak_rss_mb: float
+    error: str | None = None
+
+
+def run_tool(tool: str, command: str, inp: Path, out: Path, threads: int) -> tuple[float, float, str | None]:
+    """Run one alignment command; return (wall seconds, peak RSS MiB, error or None).
+
+    Peak memory is GNU time's ``%M`` (the largest RSS of the command and of the
+    descendants it waited for: MAFFT is a shell script driving several programs).
+    ``wait4`` on our own child would not do: a child forked from this Python process
+    starts with its resident pages counted, and the high-water mark keeps them.
+    A command without ``{output}`` writes the alignment to stdout.
+    """
+    rss_file = out.with_suffix(".rss")
+    args = [GNU_TIME, "-f", "%M", "-o", str(rss_file)] + shlex.split(command.format(python=shlex.quote(sys.executable), input=shlex.quote(str(inp)),
+                                      output=shlex.quote(str(out)), threads=threads))
+    to_stdout = "{output}" not in command
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    with open(out if to_stdout else os.devnull, "wb") as sink, open(out.with_suffix(".log"), "wb") as log:
+        start = time.perf_counter()
+        proc = subprocess.run(args, stdout=sink, stderr=log, env=env, check=False)
+        wall = time.perf_counter() - start
+    error = None
+    rss_lines = rss_file.read_text().split() if rss_file.exists() else []
+    rss_mb = int(rss_lines[-1]) / 1024.0 if rss_lines and rss_lines[-1].isdigit() else float("nan")
+    if proc.returncode != 0:
+        tail = out.with_suffix(".log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        error = f"{tool} exited {proc.returncode}: {tail[0][:200]}"
+    return wall, rss_mb, error
+
+
+def align_and_score(tool: str, command: str, case: str, inp: Path, ref: Path, workdir: Path,
+                    threads: int) -> Run:
+    """Align ``inp`` with one tool and score the result against ``ref``."""
+    out = workdir / f"{case}.{tool}.afa"
+    wall, rss, error = run_tool(tool, command, inp, out, threads)
+    sp = tc = None
+    if error is None:
+        try:
+            score = score_files(out, ref)
+            sp, tc = score["sp"], score["tc"]
+        except (ValueError, OSError) as exc:
+            error = f"scoring failed: {exc}"
+    return Run(tool, case, sp, tc, wall, rss, error)
+
+
+def summarize(runs: list[Run], tools: list[str]) -> dict[str, dict[str, float]]:
+    """Mean SP/TC over the cases every tool finished, total wall time and peak memory per tool."""
+    cases = {r.case for r in runs}
+    for r in runs:
+        if r.error is not None:
+            cases.discard(r.case)
+    summary = {}
+    for tool in tools:
+        mine = [r for r in runs if r.tool == tool]
+        done = [r for r in mine if r.case in cases]
+        summary[tool] = {
+            "cases": len(done),
+            "failed": sum(r.error is not None for r in mine),
+            "sp": sum(r.sp for r in done) / len(done) if done else float("nan"),
+            "tc": sum(r.tc for r in done) / len(done) if done else float("nan"),
+            "wall_s": sum(r.wall_s for r in mine),
+            "peak_rss_mb": max((r.peak_rss_mb for r in mine), default=float("nan")),
+        }
+    return summary
+
+
+def print_table(summary: dict[str, dict[str, float]], base: str = "famsa", lead: str = "msa") -> None:
+    """One line per tool, then the lead/base ratios when both ran."""
+    print(f"{'tool':<8}{'cases':>6}{'failed':>7}{'mean SP':>9}{'mean TC':>9}{'wall s':>10}{'peak MB':>10}")
+    for tool, s in summary.items():
+        print(f"{tool:<8}{s['cases']:>6}{s['failed']:>7}{s['sp']:>9.4f}{s['tc']:>9.4f}"
+              f"{s['wall_s']:>10.1f}{s['peak_rss_mb']:>10.0f}")
+    if base in summary and lead in summary:
+        a, b = summary[lead], summary[base]
+        print(f"{lead}/{base}: SP x{a['sp'] / b['sp']:.3f}  TC x{a['tc'] / b['tc']:.3f}  "
+              f"time x{a['wall_s'] / b['wall_s']:.2f}  memory x{a['peak_rss_mb'] / b['peak_rss_mb']:.2f}")
+
+
+def write_json(path: Path | None, runs: list[Run], summary: dict, meta: dict) -> None:
+    """Per-case results, the summary and the settings, for NOTES.md and later comparison."""
+    if path is not None:
+        path.write_text(json.dumps({"meta": meta, "summary": summary, "runs": [asdict(r) for r in runs]},
+                                   indent=1))
+
+
+def parse_tools(text: str) -> list[str]:
+    """Comma-separated tool names, checked against TOOLS."""
+    tools = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in tools if t not in TOOLS]
+    if bad:
+        raise SystemExit(f"unknown tool {bad[0]!r}; choose from {', '.join(TOOLS)}")
+    return tools

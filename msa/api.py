@@ -1,0 +1,74 @@
+"""The Python API: align sequences already in memory and get a Biopython alignment back."""
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, Iterable
+
+from msa.io.records import db_from_records
+from msa.params import AlignParams
+from msa.tree.guide_tree import GuideTree
+
+if TYPE_CHECKING:
+    from Bio.Align import Alignment
+
+_OPTIONS = frozenset(f.name for f in fields(AlignParams))
+
+
+def align(records: Iterable[Any], params: AlignParams | None = None, **options: Any) -> "Alignment":
+    """Align protein sequences, as ``msa align`` does.
+
+    Args:
+        records: Biopython ``SeqRecord`` objects or ``(name, sequence)`` pairs.
+            Gaps (``-``, ``.``) in them are removed first.
+        params: a whole parameter set; ``options`` override single fields of it.
+        **options: any ``AlignParams`` field, e.g. ``guide_tree="upgma"``.
+
+    Returns:
+        A ``Bio.Align.Alignment`` in input order, whose sequences are SeqRecords
+        carrying the input names and descriptions; write it with
+        ``Bio.Align.write(alignment, path, "clustal")`` or print it with
+        ``format(alignment, "fasta")``.
+
+    Raises:
+        msa.io.InputError: a bad character or an empty sequence.
+        TypeError: an unknown option.
+
+    Example:
+        >>> aln = align([("a", "MKVLA"), ("b", "MKLA")], quiet=True)  # doctest: +SKIP
+        >>> print(format(aln, "fasta"))  # doctest: +SKIP
+        >a
+        MKVLA
+        >b
+        MK-LA
+        <BLANKLINE>
+    """
+    run = _params(params, options)
+    db = db_from_records(records)
+    from msa.io.bioalign import to_alignment
+    from msa.pipeline import align_db  # Numba start-up happens only past the checks
+
+    aligned = align_db(db, run)
+    return to_alignment(aligned.names, aligned.descriptions, aligned.rows)
+
+
+def build_tree(
+    records: Iterable[Any], params: AlignParams | None = None, **options: Any
+) -> tuple[GuideTree, list[str]]:
+    """The guide tree ``align`` would use, and the names of its leaves.
+
+    Identical sequences share one leaf (named after the first of them) unless
+    ``keep_duplicates=True``. ``msa.tree.write_newick(tree, names)`` gives
+    its Newick text.
+    """
+    run = _params(params, options)
+    db = db_from_records(records)
+    from msa.pipeline import tree_db
+
+    return tree_db(db, run)
+
+
+def _params(params: AlignParams | None, options: dict[str, Any]) -> AlignParams:
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(_OPTIONS))}")
+    return (params or AlignParams()).with_(**options)

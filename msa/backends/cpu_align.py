@@ -1,0 +1,390 @@
+"""Numba kernels of the progressive stage: FAMSA 2's profile-profile Gotoh DP, in integers.
+
+One merge follows ``AlignSeqSeq`` / ``AlignProfProf`` of FAMSA 2.5 (anchor-facts
+C4-C6): three states (D column-column, H gap column put into P1, V gap column
+put into P2), typed gap insertion costs, re-typing corrections on D steps, H<->V
+transitions (ALWAYS_3_DIRS) except between two single sequences, FAMSA's
+borders and tie-breaking, int64 scores with -inf = -2**62. The traceback yields
+column maps, and the parent profile is assembled as ``ConstructProfile`` does.
+A batch of merges runs in parallel, one merge per thread.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from msa.profile import GE, GO, N_COUNTS, TGE, TGO
+
+NEG_INF = -(1 << 62)
+_D, _H, _V = 0, 1, 2
+_ROW0 = _H | (_H << 2) | (_H << 4)  # border row: every state came from H
+_COL0 = _V | (_V << 2) | (_V << 4)  # border column: every state came from V
+_NRES = GO
+
+
+@numba.njit(cache=True, nogil=True)
+def _start_counts(c: np.ndarray, n: int, i: int) -> tuple[int, int, int, int]:
+    """(open, ext, term_open, term_ext) of a gap column put after column i (1-based, i >= 1)."""
+    w = c.shape[0]
+    if i >= w:
+        te = c[w - 1, TGO] + c[w - 1, TGE]
+        return 0, 0, n - te, te
+    to = c[i, TGO]
+    te = c[i - 1, TGO] + c[i - 1, TGE]
+    e = c[i - 1, GO] + c[i - 1, GE]
+    return n - e - to - te, e, to, te
+
+
+@numba.njit(cache=True, nogil=True)
+def _cont_counts(c: np.ndarray, n: int, i: int) -> tuple[int, int]:
+    """(ext, term_ext) of a further gap column after column i, as the DP prices it."""
+    w = c.shape[0]
+    if i >= w:
+        return 0, n
+    te = c[i, TGO] + c[i - 1, TGO] + c[i - 1, TGE]
+    return n - te, te
+
+
+@numba.njit(cache=True, nogil=True)
+def nonzero_cells(c: np.ndarray) -> int:
+    """FAMSA's ``get_num_of_non_zeros``: residue and gap-type counters plus its total-gap row."""
+    total = 0
+    for i in range(c.shape[0]):
+        gaps = 0
+        for k in range(N_COUNTS):
+            if c[i, k] != 0:
+                total += 1
+            if k >= _NRES:
+                gaps += c[i, k]
+        if gaps != 0:
+            total += 1
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def dp_path(
+    c1: np.ndarray, n1: int, c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray,
+    seqseq: bool, path: np.ndarray,
+) -> tuple[int, int]:
+    """Fill the DP of P1 against P2 and write the traceback into ``path`` (last step first).
+
+    Returns ``(path length, best score)``. States in ``path`` are 0=D, 1=H, 2=V.
+    """
+    w1, w2 = c1.shape[0], c2.shape[0]
+    go, ge, tgo, tge = g[0], g[1], g[2], g[3]
+    three_dirs = not seqseq
+    # Per column of P2: score table S2 (anchor C4), residue count, V insertion costs.
+    s2 = np.empty((w2 + 1, _NRES), dtype=np.int64)
+    r2 = np.zeros(w2 + 1, dtype=np.int64)
+    v_start = np.zeros(w2 + 1, dtype=np.int64)
+    v_cont = np.zeros(w2 + 1, dtype=np.int64)
+    retype2 = np.zeros(w2 + 1, dtype=np.int64)
+    for j in range(1, w2 + 1):
+        col = c2[j - 1]
+        gap_cost = col[GO] * go + col[GE] * ge + col[TGO] * tgo + col[TGE] * tge
+        for a in range(_NRES):
+            s2[j, a] = gap_cost
+        r = 0
+        for b in range(_NRES):
+            cb = col[b]
+            if cb != 0:
+                r += cb
+                for a in range(_NRES):
+                    s2[j, a] += cb * m[b, a]
+        r2[j] = r
+        o, e, to, te = _start_counts(c2, n2, j)
+        v_start[j] = o * go + e * ge + to * tgo + te * tge
+        e, te = _cont_counts(c2, n2, j)
+        v_cont[j] = e * ge + te * tge
+        retype2[j] = col[GO] * (ge - go) + col[TGO] * (tge - tgo)
+
+    stride = w2 + 1
+    dirs = np.empty((w1 + 1) * stride, dtype=np.uint8)
+    dp_ = np.empty(stride, dtype=np.int64)
+    hp = np.empty(stride, dtype=np.int64)
+    vp = np.empty(stride, dtype=np.int64)
+    dc = np.empty(stride, dtype=np.int64)
+    hc = np.empty(stride, dtype=np.int64)
+    vc = np.empty(stride, dtype=np.int64)
+    dp_[0] = 0
+    hp[0] = NEG_INF
+    vp[0] = NEG_INF
+    for j in range(1, w2 + 1):
+        dp_[j] = NEG_INF
+        vp[j] = NEG_INF
+        if j == 1:
+            hp[j] = n1 * r2[1] * tgo
+        else:
+            hp[j] = hp[j - 1] + n1 * r2[j] * tge
+        dirs[j] = _ROW0
+    hp[w2] = NEG_INF
+
+    codes = np.empty(_NRES, dtype=np.int64)
+    mult = np.empty(_NRES, dtype=np.int64)
+    for i in range(1, w1 + 1):
+        col = c1[i - 1]
+        nnz = 0
+        r1 = 0
+        for a in range(_NRES):
+            if col[a] != 0:
+                codes[nnz] = a
+                mult[nnz] = col[a]
+                nnz += 1
+                r1 += col[a]
+        gap1 = col[GO] * go + col[GE] * ge + col[TGO] * tgo + col[TGE] * tge
+        o, e, to, te = _start_counts(c1, n1, i)
+        h_start = o * go + e * ge + to * tgo + te * tge
+        e, te = _cont_counts(c1, n1, i)
+        h_cont = e * ge + te * tge
+        retype1 = col[GO] * (ge - go) + col[TGO] * (tge - tgo)
+
+        dc[0] = NEG_INF
+        hc[0] = NEG_INF
+        if i < w1:
+            dv = max(dp_[0], vp[0])
+            vc[0] = dv + n2 * r1 * (tgo if i == 1 else tge)
+        else:
+            vc[0] = NEG_INF
+        base = i * stride
+        dirs[base] = _COL0
+        for j in range(1, w2 + 1):
+            rj = r2[j]
+            t = rj * gap1
+            for k in range(nnz):
+                t += mult[k] * s2[j, codes[k]]
+            # D: column i of P1 against column j of P2.
+            t_d = dp_[j - 1]
+            t_h = hp[j - 1] + rj * retype1
+            t_v = vp[j - 1] + r1 * retype2[j]
+            if t_d > t_h and t_d > t_v:
+                dc[j] = t_d + t
+                d_dir = _D
+            elif t_h > t_v or (seqseq and t_h == t_v):
+                dc[j] = t_h + t
+                d_dir = _H
+            else:
+                dc[j] = t_v + t
+                d_dir = _V
+            # H: a gap column put into P1 after its column i, against column j of P2.
+            corr = rj * h_start
+            t_d = dc[j - 1] + corr
+            t_h = hc[j - 1] + rj * h_cont
+            if three_dirs and i > 1 and j > 1:
+                t_v = vc[j - 1] + corr
+                if t_d > t_h and t_d > t_v:
+                    hc[j] = t_d
+                    h_dir = _D
+                elif t_v > t_h:
+                    hc[j] = t_v
+                    h_dir = _V
+                else:
+                    hc[j] = t_h
+                    h_dir = _H
+            elif t_d > t_h:
+                hc[j] = t_d
+                h_dir = _D
+            else:
+                hc[j] = t_h
+                h_dir = _H
+            # V: a gap column put into P2 after its column j, against column i of P1.
+            corr = r1 * v_start[j]
+            t_d = dp_[j] + corr
+            t_v = vp[j] + r1 * v_cont[j]
+            if three_dirs and i > 1 and j > 1:
+                t_h = hp[j] + corr
+                if t_d > t_h and t_d > t_v:
+                    vc[j] = t_d
+                    v_dir = _D
+                elif t_h > t_v:
+                    vc[j] = t_h
+                    v_dir = _H
+                else:
+                    vc[j] = t_v
+                    v_dir = _V
+            elif t_d > t_v:
+                vc[j] = t_d
+                v_dir = _D
+            else:
+                vc[j] = t_v
+                v_dir = _V
+            dirs[base + j] = d_dir | (h_dir << 2) | (v_dir << 4)
+        dp_, dc = dc, dp_
+        hp, hc = hc, hp
+        vp, vc = vc, vp
+
+    last_d, last_h, last_v = dp_[w2], hp[w2], vp[w2]
+    if last_d >= last_h and last_d >= last_v:
+        state, best = _D, last_d
+    elif last_h > last_v:
+        state, best = _H, last_h
+    else:
+        state, best = _V, last_v
+    i, j, k = w1, w2, 0
+    while i > 0 or j > 0:
+        cell = dirs[i * stride + j]
+        path[k] = state
+        k += 1
+        if state == _D:
+            state = cell & 3
+            i -= 1
+            j -= 1
+        elif state == _H:
+            state = (cell >> 2) & 3
+            j -= 1
+        else:
+            state = (cell >> 4) & 3
+            i -= 1
+    return k, best
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_column(out: np.ndarray, p: int, c: np.ndarray, i: int, shift: int, tshift: int) -> None:
+    """Add column i of a child into parent column p, re-typing opens that now continue a run."""
+    for k in range(N_COUNTS):
+        out[p, k] += c[i, k]
+    out[p, GO] -= shift
+    out[p, GE] += shift
+    out[p, TGO] -= tshift
+    out[p, TGE] += tshift
+
+
+@numba.njit(cache=True, nogil=True)
+def build_parent(
+    path: np.ndarray, length: int, c1: np.ndarray, n1: int, c2: np.ndarray, n2: int,
+    map1: np.ndarray, map2: np.ndarray, out: np.ndarray,
+) -> None:
+    """Walk the path forward: fill the column maps and the parent's typed counts (``ConstructProfile``)."""
+    w1, w2 = c1.shape[0], c2.shape[0]
+    i = 0
+    j = 0
+    prev = _D
+    shift1 = tshift1 = shift2 = tshift2 = 0
+    l1o = l1e = l1to = l1te = 0  # gap types of the previous inserted column, per side
+    l2o = l2e = l2to = l2te = 0
+    for p in range(length):
+        state = path[length - 1 - p]
+        if state == _D:
+            _add_column(out, p, c1, i, shift1, tshift1)
+            _add_column(out, p, c2, j, shift2, tshift2)
+            shift1 = tshift1 = shift2 = tshift2 = 0
+            map1[i] = p
+            map2[j] = p
+            i += 1
+            j += 1
+        elif state == _H:
+            if prev == _H:
+                if i == 0 or i == w1:
+                    o, e, to, te = 0, 0, 0, n1
+                else:
+                    e = l1o + l1e
+                    te = l1to + l1te
+                    o, to = n1 - e - te, 0
+            elif i == 0:
+                o, e, to, te = 0, 0, n1, 0
+                tshift1 = c1[0, TGO]
+            else:
+                o, e, to, te = _start_counts(c1, n1, i)
+                if i < w1:
+                    tshift1 = to
+                    shift1 += c1[i, GO]
+            l1o, l1e, l1to, l1te = o, e, to, te
+            out[p, GO] += o
+            out[p, GE] += e
+            out[p, TGO] += to
+            out[p, TGE] += te
+            _add_column(out, p, c2, j, shift2, tshift2)
+            shift2 = tshift2 = 0
+            map2[j] = p
+            j += 1
+        else:
+            if prev == _V:
+                if j == 0 or j == w2:
+                    o, e, to, te = 0, 0, 0, n2
+                else:
+                    e = l2o + l2e
+                    te = l2to + l2te
+                    o, to = n2 - e - te, 0
+            elif j == 0:
+                o, e, to, te = 0, 0, n2, 0
+                tshift2 = c2[0, TGO]
+            else:
+                o, e, to, te = _start_counts(c2, n2, j)
+                if j < w2:
+                    tshift2 = to
+                    shift2 += c2[j, GO]
+            l2o, l2e, l2to, l2te = o, e, to, te
+            _add_column(out, p, c1, i, shift1, tshift1)
+            shift1 = tshift1 = 0
+            out[p, GO] += o
+            out[p, GE] += e
+            out[p, TGO] += to
+            out[p, TGE] += te
+            map1[i] = p
+            i += 1
+        prev = state
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_is_p1(ca: np.ndarray, na: int, cb: np.ndarray, nb: int) -> bool:
+    """FAMSA's choice of which profile plays P1 (``CProfile::Align``); it decides ties."""
+    if na == 1:
+        return True
+    if nb == 1:
+        return False
+    return nonzero_cells(ca) * cb.shape[0] < nonzero_cells(cb) * ca.shape[0]
+
+
+def _align_batch(
+    counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every merge of a batch: returns (maps, parent counts, parent column offsets).
+
+    Compiled twice below: threaded for wide batches, serial for the many
+    one-merge levels of deep trees, where waking a thread pool costs more than the merge.
+    """
+    n_merges = len(n_seqs) // 2
+    path_off = np.zeros(n_merges + 1, dtype=np.int64)
+    for k in range(n_merges):
+        path_off[k + 1] = path_off[k] + col_offsets[2 * k + 2] - col_offsets[2 * k]
+    paths = np.empty(path_off[n_merges], dtype=np.uint8)
+    lengths = np.zeros(n_merges, dtype=np.int64)
+    a_first = np.zeros(n_merges, dtype=np.bool_)
+    for k in numba.prange(n_merges):
+        ca = counts[col_offsets[2 * k] : col_offsets[2 * k + 1]]
+        cb = counts[col_offsets[2 * k + 1] : col_offsets[2 * k + 2]]
+        na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
+        first = _first_is_p1(ca, na, cb, nb)
+        a_first[k] = first
+        seqseq = na == 1 and nb == 1
+        path = paths[path_off[k] : path_off[k + 1]]
+        if first:
+            lengths[k] = dp_path(ca, na, cb, nb, m, g, seqseq, path)[0]
+        else:
+            lengths[k] = dp_path(cb, nb, ca, na, m, g, seqseq, path)[0]
+    parent_off = np.zeros(n_merges + 1, dtype=np.int64)
+    for k in range(n_merges):
+        parent_off[k + 1] = parent_off[k] + lengths[k]
+    parents = np.zeros((parent_off[n_merges], N_COUNTS), dtype=np.int32)
+    maps = np.empty(col_offsets[2 * n_merges], dtype=np.int64)
+    for k in numba.prange(n_merges):
+        sa, sb, se = col_offsets[2 * k], col_offsets[2 * k + 1], col_offsets[2 * k + 2]
+        path = paths[path_off[k] : path_off[k + 1]]
+        out = parents[parent_off[k] : parent_off[k + 1]]
+        na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
+        if a_first[k]:
+            build_parent(path, lengths[k], counts[sa:sb], na, counts[sb:se], nb, maps[sa:sb], maps[sb:se], out)
+        else:
+            build_parent(path, lengths[k], counts[sb:se], nb, counts[sa:sb], na, maps[sb:se], maps[sa:sb], out)
+    return maps, parents, parent_off
+
+
+align_batch_parallel = numba.njit(cache=True, nogil=True, parallel=True)(_align_batch)
+align_batch_serial = numba.njit(cache=True, nogil=True)(_align_batch)
+
+
+def align_batch(
+    counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every merge of a batch, threaded only when there are several merges to share out."""
+    kernel = align_batch_parallel if len(n_seqs) > 2 else align_batch_serial
+    return kernel(counts, col_offsets, n_seqs, m, g)

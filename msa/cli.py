@@ -1,0 +1,257 @@
+"""The ``msa`` command: align, tree, score.
+
+Every default comes from ``AlignParams`` (one source of truth). Expected
+failures (bad input, missing files, no GPU) end in one ``msa: error: ...``
+line on stderr and exit status 1, never a traceback; stdout carries only the
+alignment, tree or scores.
+"""
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import os
+import sys
+import time
+from typing import Annotated, Iterator, Optional
+
+import typer
+
+from msa.alphabet import load_matrix
+from msa.backends import BackendUnavailable, get_backend
+from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
+from msa.params import AlignParams
+from msa.progress import Progress
+
+_D = AlignParams()
+_TREE_METHODS = ("auto", "parttree", "upgma", "single")
+_NEWICK_SUFFIXES = (".nwk", ".newick", ".tree", ".tre", ".dnd")
+
+Format = enum.Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
+DeviceChoice = enum.Enum("DeviceChoice", {d: d for d in ("auto", "cpu", "cuda")}, type=str)  # type: ignore[misc]
+TreeMethod = enum.Enum("TreeMethod", {m: m for m in _TREE_METHODS}, type=str)  # type: ignore[misc]
+
+app = typer.Typer(
+    name="msa",
+    help="Multiple sequence alignment of large protein families (PartTree guide trees, "
+    "batched profile alignment on the GPU or CPU).",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+# Options shared by `align` and `tree`, declared once.
+InputArg = Annotated[str, typer.Argument(metavar="IN", help="Protein FASTA file, gzipped or not; '-' reads stdin.")]
+DeviceOpt = Annotated[
+    DeviceChoice, typer.Option("--device", help="auto picks cuda when CuPy finds a GPU, else cpu.")
+]
+ThreadsOpt = Annotated[int, typer.Option("--threads", "-t", min=0, help="CPU threads; 0 uses every core.")]
+PartsizeOpt = Annotated[
+    int, typer.Option("--partsize", min=2, help="PartTree references per node (MAFFT's --partsize).")
+]
+ExactOpt = Annotated[
+    int,
+    typer.Option("--exact-tree-max", min=2, help="Groups up to this size get an exact tree from all pair distances."),
+]
+KeepDupOpt = Annotated[
+    bool, typer.Option("--keep-duplicates", help="Align identical sequences separately instead of once.")
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Nothing on stderr but errors.")]
+
+
+def main() -> None:
+    """Entry point of ``python -m msa``."""
+    app(prog_name="msa")
+
+
+@app.command()
+def align(
+    input: InputArg,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="Output file ('.gz' compresses); stdout if omitted.")
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),
+    device: DeviceOpt = DeviceChoice(_D.device),
+    threads: ThreadsOpt = _D.threads,
+    tree: Annotated[
+        str,
+        typer.Option(
+            "--tree",
+            help="Guide tree: auto (PartTree for large inputs, an exact tree below "
+            "--exact-tree-max), parttree, upgma, single, or a Newick file.",
+        ),
+    ] = _D.guide_tree,
+    tree_out: Annotated[
+        Optional[str], typer.Option("--tree-out", help="Also write the guide tree (Newick) here.")
+    ] = None,
+    partsize: PartsizeOpt = _D.partsize,
+    exact_tree_max: ExactOpt = _D.exact_tree_max,
+    matrix: Annotated[
+        str, typer.Option("--matrix", "-m", help="Substitution matrix: PFASUM43, BLOSUM62, VTML200, PAM250, ...")
+    ] = _D.matrix,
+    gap_open: Annotated[float, typer.Option("--gap-open", min=0.0, help="Gap-open cost.")] = _D.gap_open,
+    gap_extend: Annotated[float, typer.Option("--gap-extend", min=0.0, help="Gap-extension cost.")] = _D.gap_extend,
+    terminal_gap: Annotated[
+        float, typer.Option("--terminal-gap", min=0.0, help="Cost of each gap at a sequence end.")
+    ] = _D.terminal_gap,
+    keep_duplicates: KeepDupOpt = _D.keep_duplicates,
+    seed: SeedOpt = _D.seed,
+    quiet: QuietOpt = _D.quiet,
+) -> None:
+    """Align a protein FASTA file."""
+    with _errors(), Progress(quiet=quiet).running() as progress:
+        params = AlignParams(
+            matrix=matrix,
+            gap_open=gap_open,
+            gap_extend=gap_extend,
+            terminal_gap=terminal_gap,
+            partsize=partsize,
+            exact_tree_max=exact_tree_max,
+            keep_duplicates=keep_duplicates,
+            seed=seed,
+            threads=threads,
+            device=device.value,
+            quiet=quiet,
+            **_tree_choice(tree),
+        )
+        if tree_out is not None and params.tree_file is not None:
+            raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
+        load_matrix(params.matrix)  # an unknown matrix fails before any work
+        start = time.perf_counter()
+        with progress.stage("reading"):
+            db = read_fasta(input)
+        with open_output(output) as out, _optional_output(tree_out) as newick_out:
+            backend = get_backend(params.device, quiet=quiet)
+            from msa.pipeline import align_db, tree_db  # Numba start-up only past the checks
+
+            guide = None
+            if newick_out is not None:
+                with progress.stage("guide tree"):
+                    guide, names = tree_db(db, params, backend)
+                newick_out.write(_newick_bytes(guide, names))
+            with progress.stage("aligning"):
+                aligned = align_db(db, params, backend, tree=guide)
+            with progress.stage("writing"):
+                write_alignment(out, aligned, fmt.value)
+        progress.note(
+            f"aligned {len(db)} sequences into {aligned.width} columns "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
+
+
+@app.command()
+def tree(
+    input: InputArg,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="Newick file ('.gz' compresses); stdout if omitted.")
+    ] = None,
+    method: Annotated[TreeMethod, typer.Option("--tree", help="Guide-tree method.")] = TreeMethod(_D.guide_tree),
+    device: DeviceOpt = DeviceChoice(_D.device),
+    threads: ThreadsOpt = _D.threads,
+    partsize: PartsizeOpt = _D.partsize,
+    exact_tree_max: ExactOpt = _D.exact_tree_max,
+    keep_duplicates: KeepDupOpt = _D.keep_duplicates,
+    seed: SeedOpt = _D.seed,
+    quiet: QuietOpt = _D.quiet,
+) -> None:
+    """Build only the guide tree and write it as Newick (leaves named after the sequences)."""
+    with _errors(), Progress(quiet=quiet).running() as progress:
+        params = AlignParams(
+            guide_tree=method.value,
+            partsize=partsize,
+            exact_tree_max=exact_tree_max,
+            keep_duplicates=keep_duplicates,
+            seed=seed,
+            threads=threads,
+            device=device.value,
+            quiet=quiet,
+        )
+        with progress.stage("reading"):
+            db = read_fasta(input)
+        with open_output(output) as out:
+            backend = get_backend(params.device, quiet=quiet)
+            from msa.pipeline import tree_db
+
+            with progress.stage("guide tree"):
+                guide, names = tree_db(db, params, backend)
+            out.write(_newick_bytes(guide, names))
+
+
+@app.command()
+def score(
+    test: Annotated[str, typer.Argument(metavar="TEST", help="The alignment to score (FASTA).")],
+    ref: Annotated[str, typer.Argument(metavar="REF", help="The reference alignment (FASTA).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print every count as one JSON object.")] = False,
+) -> None:
+    """Score an alignment against a reference: SP (the Q score) and TC."""
+    with _errors():
+        from msa.scoring import score_files
+
+        result = score_files(test, ref)
+        if as_json:
+            typer.echo(json.dumps(result, sort_keys=True, default=_plain))
+        else:
+            typer.echo(f"SP (Q)\t{float(result['sp']):.4f}\nTC\t{float(result['tc']):.4f}")
+
+
+def _tree_choice(value: str) -> dict[str, str]:
+    """``--tree``: a method name, or the path of a Newick file to align along."""
+    if value in _TREE_METHODS:
+        return {"guide_tree": value}
+    if os.path.isfile(value):
+        return {"tree_file": value}
+    if value.lower().endswith(_NEWICK_SUFFIXES):
+        raise FileNotFoundError(2, "No such file or directory", value)
+    raise ValueError(f"--tree {value!r}: choose {', '.join(_TREE_METHODS)} or an existing Newick file")
+
+
+def _newick_bytes(guide: object, names: list[str]) -> bytes:
+    from msa.tree import write_newick
+
+    text = write_newick(guide, names)
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8", "surrogateescape")
+
+
+@contextlib.contextmanager
+def _optional_output(path: str | None) -> Iterator[object]:
+    if path is None:
+        yield None
+    else:
+        with open_output(path) as out:
+            yield out
+
+
+def _plain(value: object) -> object:
+    """JSON for NumPy scalars in the score dict."""
+    item = getattr(value, "item", None)
+    if item is None:
+        raise TypeError(f"cannot write {type(value).__name__} as JSON")
+    return item()
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """Expected failures as one line on stderr and a non-zero exit, never a traceback."""
+    try:
+        yield
+    except BrokenPipeError:
+        # The reader of stdout went away (`msa align x.fa | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(1) from None
+    except (InputError, BackendUnavailable, ValueError, OSError, EOFError) as exc:
+        typer.echo(f"msa: error: {_message(exc)}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        typer.echo("msa: interrupted", err=True)
+        raise typer.Exit(130) from None
+
+
+def _message(exc: BaseException) -> str:
+    """One line, with the file name first for OS errors."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())

@@ -1,0 +1,240 @@
+"""FASTA in and out, with whole-array NumPy work: never a Python object per residue.
+
+Reading rules (what a user of FAMSA or MAFFT expects, stated once):
+
+- plain or gzipped (detected from the magic bytes, not the name), from a path or ``-``;
+- LF, CRLF or lone-CR line endings, any line length, a leading UTF-8 byte-order mark;
+- the name is the first word of the header, the description the whole header line
+  (without ``>``), kept exactly for output;
+- residues are kept exactly as read (case, ``*``, U/O/J/B/Z/X); blanks and the gap
+  characters ``-`` and ``.`` are removed, so an aligned input is realigned;
+- anything else in a sequence (digits, punctuation, control or non-ASCII bytes) is
+  an error naming the record, the line and the character;
+- a record with no residues is an error naming it and its line (FAMSA skips such
+  records silently; an error is clearer than a quietly shorter output).
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import zlib
+from typing import BinaryIO, Sequence
+
+import numpy as np
+
+from msa.alphabet import ENCODE, GAP_BYTES, INVALID
+from msa.seqdb import SeqDB
+
+#: Residues per output line, as FAMSA and MAFFT write them.
+LINE_WIDTH = 60
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+_NL, _CR, _GT = 10, 13, ord(">")
+_BLANK = b" \t\n\r\v\f"
+
+#: Byte classes of sequence text: dropped (blanks, gaps), residue, or invalid.
+SKIP, RESIDUE, BAD = 0, 1, 2
+
+
+def _class_table() -> np.ndarray:
+    table = np.where(ENCODE == INVALID, BAD, RESIDUE).astype(np.uint8)
+    table[np.frombuffer(_BLANK + GAP_BYTES, dtype=np.uint8)] = SKIP
+    return table
+
+
+#: byte -> SKIP, RESIDUE or BAD.
+BYTE_CLASS = _class_table()
+_IS_BLANK = np.zeros(256, dtype=bool)
+_IS_BLANK[np.frombuffer(_BLANK, dtype=np.uint8)] = True
+
+
+def _binary_table() -> np.ndarray:
+    """Control bytes that never occur in a text file (tab, LF, VT, FF, CR do)."""
+    table = np.zeros(256, dtype=bool)
+    table[[*range(0, 9), *range(14, 32), 127]] = True
+    return table
+
+
+_BINARY = _binary_table()
+
+
+class InputError(ValueError):
+    """The input is not a usable set of protein sequences; the message says why and where."""
+
+
+def read_input(source: str | os.PathLike[str]) -> bytes:
+    """The raw bytes of a path, or of stdin for ``-``, decompressed when gzipped."""
+    if str(source) == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(source, "rb") as fh:
+            data = fh.read()
+    if data.startswith(_GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"{_label(source)}: damaged gzip data ({exc})") from None
+    return data
+
+
+def read_fasta(source: str | os.PathLike[str]) -> SeqDB:
+    """Read a protein FASTA file (path, ``-`` for stdin, gzipped or not) into a SeqDB.
+
+    Raises:
+        InputError: the file is empty, binary, not FASTA, or has a bad record.
+        OSError: the file cannot be read.
+    """
+    return parse_fasta(read_input(source), _label(source))
+
+
+def parse_fasta(data: bytes, label: str = "input") -> SeqDB:
+    r"""Parse FASTA bytes; ``label`` names the input in error messages.
+
+    Example:
+        >>> db = parse_fasta(b">a first\r\nMK-v*\r\n>b\r\nUL\r\n")
+        >>> db.names, db.descriptions, db.sequence(0), db.sequence(1)
+        (['a', 'b'], ['a first', 'b'], b'MKv*', b'UL')
+    """
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if len(buf) == 0:
+        raise InputError(f"{label}: empty input")
+    binary = np.flatnonzero(_BINARY[buf][: 1 << 20])  # a binary file shows itself early
+    if len(binary):
+        pos = int(binary[0])
+        raise InputError(
+            f"{label}: binary data, not FASTA (byte 0x{buf[pos]:02x} on line {_line_of(buf, pos)})"
+        )
+    if _CR in buf and _NL not in buf:  # classic Mac line endings
+        buf = np.where(buf == _CR, np.uint8(_NL), buf)
+
+    newlines = np.flatnonzero(buf == _NL)
+    line_starts = np.concatenate(([0], newlines + 1))
+    line_starts = line_starts[line_starts < len(buf)]
+    head_starts = line_starts[buf[line_starts] == _GT]
+    head_ends = _line_ends(newlines, head_starts, len(buf))
+    if len(head_starts) == 0:
+        if not _IS_BLANK[buf].all():
+            raise InputError(f"{label}: not FASTA (no line starts with '>')")
+        raise InputError(f"{label}: empty input (only blank lines)")
+
+    cls = BYTE_CLASS[buf]
+    _mask_ranges(cls, head_starts, head_ends)
+    first = int(head_starts[0])
+    lead = np.flatnonzero(~_IS_BLANK[buf[:first]])
+    if len(lead):
+        raise InputError(
+            f"{label}: not FASTA (line {_line_of(buf, int(lead[0]))} comes before the first '>' header)"
+        )
+
+    headers = _headers(data, head_starts, head_ends)  # same positions as buf
+    names = [h.split(None, 1)[0] if h.strip() else "" for h in headers]
+    unnamed = [i for i, name in enumerate(names) if not name]
+    if unnamed:
+        raise InputError(f"{label}: line {_line_of(buf, int(head_starts[unnamed[0]]))}: header has no name")
+
+    bad = np.flatnonzero(cls == BAD)
+    if len(bad):
+        pos = int(bad[0])
+        rec = int(np.searchsorted(head_starts, pos, side="right")) - 1
+        raise InputError(
+            f"{label}: line {_line_of(buf, pos)}: record {names[rec]!r} has "
+            f"{describe_byte(int(buf[pos]))}, which is not a residue letter"
+        )
+
+    keep = cls == RESIDUE
+    counts = np.add.reduceat(np.append(keep, False), head_ends, dtype=np.int64)
+    empty = np.flatnonzero(counts == 0)
+    if len(empty):
+        rec = int(empty[0])
+        raise InputError(
+            f"{label}: line {_line_of(buf, int(head_starts[rec]))}: record {names[rec]!r} "
+            f"has no residues" + (f" ({len(empty)} such records)" if len(empty) > 1 else "")
+        )
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return SeqDB.from_arrays(names, headers, buf[keep], offsets)
+
+
+def _label(source: str | os.PathLike[str]) -> str:
+    return "stdin" if str(source) == "-" else os.fspath(source)
+
+
+def _line_ends(newlines: np.ndarray, starts: np.ndarray, size: int) -> np.ndarray:
+    """Position of the newline ending each line that starts at ``starts`` (or ``size``)."""
+    at = np.searchsorted(newlines, starts)
+    padded = np.append(newlines, size)
+    return padded[at]
+
+
+def _mask_ranges(cls: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+    """Mark the bytes of [start, end) ranges (the header lines) as not sequence."""
+    delta = np.zeros(len(cls) + 1, dtype=np.int8)
+    delta[starts] = 1
+    delta[ends] -= 1
+    inside = np.cumsum(delta[:-1], dtype=np.int8).astype(bool)
+    cls[inside] = SKIP
+
+
+def _headers(data: bytes, starts: np.ndarray, ends: np.ndarray) -> list[str]:
+    """Header text after '>', trailing CR dropped; odd bytes survive a write via surrogateescape."""
+    return [
+        data[s + 1 : e].rstrip(b"\r").decode("utf-8", "surrogateescape")
+        for s, e in zip(starts.tolist(), ends.tolist())
+    ]
+
+
+def _line_of(buf: np.ndarray, pos: int) -> int:
+    """1-based line number of byte ``pos``."""
+    return int(np.count_nonzero(buf[:pos] == _NL)) + 1
+
+
+def describe_byte(byte: int) -> str:
+    """A byte as an error message shows it."""
+    if 33 <= byte < 127:
+        return f"the character {chr(byte)!r}"
+    return f"the byte 0x{byte:02x}"
+
+
+def header_bytes(descriptions: Sequence[str]) -> list[bytes]:
+    """``>header\\n`` for each record, its bytes exactly as they were read."""
+    return [f">{d}\n".encode("utf-8", "surrogateescape") for d in descriptions]
+
+
+def write_fasta(
+    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray, width: int = LINE_WIDTH
+) -> None:
+    """Write aligned rows (uint8, one per record) as FASTA, lines wrapped at ``width``.
+
+    Rows are wrapped and interleaved with their headers as arrays, a block of
+    rows at a time, so memory stays a small multiple of one block.
+    """
+    n, length = rows.shape
+    breaks = np.arange(width, length, width)
+    per_block = max(1, (1 << 24) // (length + len(breaks) + 1))
+    for lo in range(0, n, per_block):
+        block = rows[lo : lo + per_block]
+        body = np.insert(block, breaks, np.uint8(_NL), axis=1) if len(breaks) else block
+        body = np.concatenate([body, np.full((len(block), 1), _NL, dtype=np.uint8)], axis=1)
+        heads = header_bytes(descriptions[lo : lo + per_block])
+        out.write(_interleave(heads, body))
+
+
+def _interleave(heads: list[bytes], body: np.ndarray) -> bytes:
+    """header 0, body row 0, header 1, body row 1, ... as one byte string."""
+    head_len = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
+    row_len = body.shape[1]
+    starts = np.zeros(len(heads), dtype=np.int64)
+    np.cumsum(head_len[:-1] + row_len, out=starts[1:])
+    total = int(head_len.sum()) + row_len * len(heads)
+    is_head = np.zeros(total + 1, dtype=np.int8)
+    is_head[starts] = 1
+    is_head[starts + head_len] -= 1
+    head_mask = np.cumsum(is_head[:-1], dtype=np.int8).astype(bool)
+    out = np.empty(total, dtype=np.uint8)
+    out[head_mask] = np.frombuffer(b"".join(heads), dtype=np.uint8)
+    out[~head_mask] = body.ravel()
+    return out.tobytes()

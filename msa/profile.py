@@ -1,0 +1,100 @@
+"""Profiles as integer count tables, and the flat batch layout a merge kernel takes.
+
+A profile of N sequences and W columns is an ``(W, N_COUNTS)`` int32 table: per
+column the count of each of the 24 residue codes, then the typed gap counts of
+FAMSA (anchor C4): internal gap opens and extensions, terminal gap opens and
+extensions. The score table S that FAMSA keeps beside the counts is a linear
+function of them, so kernels derive it on the fly instead of storing it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from msa.alphabet import N_CODES
+from msa.params import GapCosts
+
+#: Column layout of a profile table: residue codes 0..23, then the four gap types.
+GO, GE, TGO, TGE = N_CODES, N_CODES + 1, N_CODES + 2, N_CODES + 3
+N_COUNTS = N_CODES + 4
+
+
+@dataclass
+class AlignBatch:
+    """Independent merges laid out as flat arrays, the form a GPU kernel takes.
+
+    Merge ``k`` aligns profile ``2k`` (FAMSA's first profile) with ``2k+1``.
+    Profile ``p`` is ``counts[col_offsets[p]:col_offsets[p+1]]`` over
+    ``n_seqs[p]`` sequences.
+    """
+
+    counts: np.ndarray  # int32 (total columns, N_COUNTS)
+    col_offsets: np.ndarray  # int64 (2 * n_merges + 1,)
+    n_seqs: np.ndarray  # int64 (2 * n_merges,)
+    matrix: np.ndarray  # int64 (24, 24)
+    gaps: np.ndarray  # int64 [open, extend, term_open, term_extend]
+
+    @property
+    def n_merges(self) -> int:
+        return len(self.n_seqs) // 2
+
+
+@dataclass
+class AlignResult:
+    """What a batch of merges gives back.
+
+    ``maps[c]`` is the parent column of input column ``c`` (same layout as
+    ``AlignBatch.counts``); parent ``k`` is
+    ``counts[col_offsets[k]:col_offsets[k+1]]``.
+    """
+
+    maps: np.ndarray  # int64 (total input columns,)
+    counts: np.ndarray  # int32 (total parent columns, N_COUNTS)
+    col_offsets: np.ndarray  # int64 (n_merges + 1,)
+
+
+def gap_vector(gaps: GapCosts) -> np.ndarray:
+    """The four gap penalties in the order kernels read them."""
+    return np.array([gaps.open, gaps.extend, gaps.term_open, gaps.term_extend], dtype=np.int64)
+
+
+def sequence_counts(codes: np.ndarray) -> np.ndarray:
+    """Profile tables of ungapped sequences laid end to end: one residue per column.
+
+    A one-sequence profile has no gaps, so its table is one-hot rows of codes.
+    """
+    out = np.zeros((len(codes), N_COUNTS), dtype=np.int32)
+    out[np.arange(len(codes)), codes] = 1
+    return out
+
+
+def gap_counts_from_rows(gapped: np.ndarray) -> np.ndarray:
+    """Typed gap counts (GO, GE, TGO, TGE per column) recomputed from a boolean gap matrix.
+
+    ``gapped`` is ``(n, W)``, True where a row has a gap. This is FAMSA's
+    ``CalculateCounters`` definition, the reference the incremental counts of a
+    merge must agree with (a check, not a hot path).
+    """
+    n, w = gapped.shape
+    out = np.zeros((w, 4), dtype=np.int64)
+    if w == 0:
+        return out
+    res = ~gapped
+    has_res = res.any(axis=1)
+    first = np.where(has_res, res.argmax(axis=1), w)
+    last = np.where(has_res, w - 1 - res[:, ::-1].argmax(axis=1), -1)
+    col = np.arange(w)[None, :]
+    lead = gapped & (col < first[:, None])
+    trail = gapped & (col > last[:, None])
+    inner = gapped & ~lead & ~trail
+    prev_gap = np.zeros_like(gapped)
+    prev_gap[:, 1:] = gapped[:, :-1]
+    is_open = ~prev_gap
+    # A trailing run opens in the column after the last residue; a leading run at column 0.
+    out[:, 0] = (inner & is_open).sum(axis=0)
+    out[:, 1] = (inner & ~is_open).sum(axis=0)
+    term = lead | trail
+    out[:, 2] = (term & is_open).sum(axis=0)
+    out[:, 3] = (term & ~is_open).sum(axis=0)
+    return out

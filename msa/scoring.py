@@ -1,0 +1,225 @@
+"""Alignment accuracy (SP/Q and TC against a reference) and the alignment invariant checker.
+
+The scores follow Robert Edgar's qscore (``FastQ`` in ``rcedgar/qscore``
+``src/fastq.cpp``), which is how BAliBASE and BaliFam numbers are published:
+
+* Gap characters are ``- . ~ + #`` in both files (qscore's ``IsGap``).
+* Sequences are matched by name (the first word of the FASTA header). Test
+  sequences absent from the reference are ignored; a reference name missing
+  from the test is an error. Each reference residue is matched to the test
+  residue with the same index in the ungapped sequence, and the ungapped
+  sequences must agree case-insensitively (qscore quits on a difference too).
+* Only upper-case reference residues are scored. A reference column counts for
+  SP with ``k * (k - 1) / 2`` pairs, ``k`` its upper-case residues; a pair is
+  correct when both residues sit in the same test column **and** both are
+  upper case in the test (qscore treats a lower-case test letter as
+  unaligned). SP (qscore's Q) = correct pairs / reference pairs.
+* TC: a reference column is *aligned* when it has at least two upper-case
+  residues; it is correct when all of them are upper case in the test and sit
+  in one test column. TC = correct columns / aligned columns.
+* A reference column whose upper-case residue is followed (in reference row
+  order) by a lower-case or non-letter residue is an error, as in qscore.
+* Empty denominators give 0, as in qscore. Set means are plain means of the
+  per-alignment scores.
+
+Everything is whole-array NumPy over the flat residues of the reference rows.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from os import PathLike
+from pathlib import Path
+
+import numpy as np
+
+from msa.alphabet import GAP_BYTES
+
+#: qscore's gap characters.
+SCORE_GAPS = b"-.~+#"
+
+_GAP = np.zeros(256, dtype=bool)
+_GAP[np.frombuffer(SCORE_GAPS, dtype=np.uint8)] = True
+_UPPER = np.zeros(256, dtype=bool)
+_UPPER[ord("A") : ord("Z") + 1] = True
+_FOLD = np.arange(256, dtype=np.uint8)
+_FOLD[ord("a") : ord("z") + 1] -= 32
+
+
+@dataclass(frozen=True)
+class Score:
+    """Accuracy of one test alignment against one reference, with the counts behind it."""
+
+    sp: float
+    tc: float
+    ref_pairs: int
+    correct_pairs: int
+    columns: int
+    correct_columns: int
+
+
+def read_fasta(path: str | PathLike[str]) -> dict[str, bytes]:
+    """Name -> row bytes of a FASTA file, case and gaps kept (references need both).
+
+    Raises:
+        ValueError: on a duplicated name or text before the first header.
+    """
+    records: dict[str, bytes] = {}
+    data = Path(path).read_bytes()
+    if data and not data.lstrip().startswith(b">"):
+        raise ValueError(f"{path}: not FASTA (no '>' header first)")
+    for chunk in data.split(b"\n>"):
+        header, _, body = chunk.lstrip(b">").partition(b"\n")
+        words = header.split()
+        if not words:
+            continue
+        name = words[0].decode()
+        if name in records:
+            raise ValueError(f"{path}: duplicated sequence name {name!r}")
+        records[name] = b"".join(body.split())
+    return records
+
+
+def _as_bytes(row: bytes | str) -> bytes:
+    return row.encode() if isinstance(row, str) else bytes(row)
+
+
+def _matrix(rows: list[bytes]) -> np.ndarray:
+    width = len(rows[0])
+    if any(len(r) != width for r in rows):
+        raise ValueError("alignment rows differ in width")
+    return np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), width)
+
+
+def score_alignments(test: dict[str, bytes | str], ref: dict[str, bytes | str]) -> Score:
+    """SP (qscore's Q) and TC of ``test`` against ``ref``; see the module docstring for the rules.
+
+    Raises:
+        ValueError: a reference name absent from the test, ungapped sequences that
+            differ, rows of unequal width, or a column mixing upper and lower case.
+
+    Example:
+        >>> s = score_alignments({"a": "AC-D", "b": "ACD-"}, {"a": "ACD", "b": "ACD"})
+        >>> (s.correct_pairs, s.ref_pairs, s.correct_columns, s.columns)
+        (2, 3, 2, 3)
+    """
+    if not ref:
+        raise ValueError("reference alignment is empty")
+    names = list(ref)
+    missing = [n for n in names if n not in test]
+    if missing:
+        raise ValueError(f"reference sequence {missing[0]!r} not in the test alignment "
+                         f"({len(missing)} missing)")
+    rmat = _matrix([_as_bytes(ref[n]) for n in names])
+    tmat = _matrix([_as_bytes(test[n]) for n in names])
+    rres = ~_GAP[rmat]
+    tres = ~_GAP[tmat]
+    rrow, rcol = np.nonzero(rres)  # row-major: residues of each row in order
+    trow, tcol = np.nonzero(tres)
+    rlen = rres.sum(axis=1)
+    tlen = tres.sum(axis=1)
+    bad = np.flatnonzero(rlen != tlen)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"sequence {names[i]!r}: {tlen[i]} residues in test, {rlen[i]} in reference")
+    rch = rmat[rrow, rcol]
+    tch = tmat[trow, tcol]
+    diff = np.flatnonzero(_FOLD[rch] != _FOLD[tch])
+    if diff.size:
+        k = diff[0]
+        raise ValueError(f"sequence {names[rrow[k]]!r} differs between test and reference: "
+                         f"{chr(rch[k])!r} vs {chr(tch[k])!r} (reference column {rcol[k]})")
+    up = _UPPER[rch]
+    _check_mixed_case(rrow, rcol, up, rmat.shape[1])
+    col = rcol[up]
+    ok = _UPPER[tch[up]]
+    width = np.int64(tmat.shape[1])
+    k = np.bincount(col, minlength=rmat.shape[1]).astype(np.int64)
+    ref_pairs = int((k * (k - 1) // 2).sum())
+    _, same = np.unique(col[ok].astype(np.int64) * width + tcol[up][ok], return_counts=True)
+    correct_pairs = int((same.astype(np.int64) * (same - 1) // 2).sum())
+    # A column is correct when its k upper residues are all upper in the test and
+    # share one test column: min == max test column over the column, no lower case.
+    tc_of = np.where(ok, tcol[up], -1).astype(np.int64)
+    lo = np.full(rmat.shape[1], np.iinfo(np.int64).max)
+    hi = np.full(rmat.shape[1], -2, dtype=np.int64)
+    np.minimum.at(lo, col, tc_of)
+    np.maximum.at(hi, col, tc_of)
+    aligned = k > 1
+    columns = int(aligned.sum())
+    correct_columns = int((aligned & (lo == hi) & (lo >= 0)).sum())
+    return Score(
+        sp=correct_pairs / ref_pairs if ref_pairs else 0.0,
+        tc=correct_columns / columns if columns else 0.0,
+        ref_pairs=ref_pairs,
+        correct_pairs=correct_pairs,
+        columns=columns,
+        correct_columns=correct_columns,
+    )
+
+
+def _check_mixed_case(rrow: np.ndarray, rcol: np.ndarray, up: np.ndarray, width: int) -> None:
+    """Reject a reference column where a non-upper residue follows an upper one, as qscore does."""
+    first_up = np.full(width, np.iinfo(np.int64).max)
+    np.minimum.at(first_up, rcol[up], rrow[up].astype(np.int64))
+    late = ~up & (rrow > first_up[rcol])
+    if late.any():
+        raise ValueError(f"reference column {int(rcol[late][0])} has both upper- and lower-case letters")
+
+
+def score_files(test_path: str | PathLike[str], ref_path: str | PathLike[str]) -> dict[str, float | int]:
+    """Score a test FASTA alignment against a reference FASTA alignment.
+
+    Returns:
+        ``sp``, ``tc``, ``ref_pairs``, ``correct_pairs``, ``columns``, ``correct_columns``.
+    """
+    return asdict(score_alignments(read_fasta(test_path), read_fasta(ref_path)))
+
+
+def check_alignment(
+    inputs: list[tuple[str, bytes]], names: list[str], rows: list[bytes] | np.ndarray
+) -> None:
+    """Assert the invariants every alignment must keep, so that tests fail with a clear reason.
+
+    Rows must all have one width, name the inputs in input order, and give back each
+    input sequence byte for byte once gaps (``-`` and ``.``, removed from the inputs
+    too, as the reader does) are dropped.
+
+    Raises:
+        AssertionError: naming the first row that breaks an invariant.
+    """
+    in_names = [n for n, _ in inputs]
+    assert len(names) == len(in_names), f"{len(names)} names for {len(in_names)} input sequences"
+    if names != in_names:
+        i = next(i for i, (a, b) in enumerate(zip(names, in_names)) if a != b)
+        raise AssertionError(f"row {i} is named {names[i]!r}, input {i} is {in_names[i]!r}")
+    if isinstance(rows, np.ndarray):
+        assert rows.ndim == 2, f"rows array has {rows.ndim} dimensions, not 2"
+        mat = np.ascontiguousarray(rows, dtype=np.uint8)
+    else:
+        assert len(rows) == len(names), f"{len(rows)} rows for {len(names)} names"
+        widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        odd = np.flatnonzero(widths != widths[0]) if widths.size else widths
+        assert not odd.size, (f"row {odd[0]} ({names[odd[0]]!r}) is {widths[odd[0]]} wide, "
+                              f"row 0 is {widths[0]}")
+        mat = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), -1)
+    assert mat.shape[0] == len(names), f"{mat.shape[0]} rows for {len(names)} names"
+    gap = np.zeros(256, dtype=bool)
+    gap[np.frombuffer(GAP_BYTES, dtype=np.uint8)] = True
+    res = ~gap[mat]
+    got = mat[res]
+    raw = np.frombuffer(b"".join(s for _, s in inputs), dtype=np.uint8)
+    want = raw[~gap[raw]]
+    in_len = np.bincount(
+        np.repeat(np.arange(len(inputs)), [len(s) for _, s in inputs])[~gap[raw]],
+        minlength=len(inputs),
+    )
+    row_len = res.sum(axis=1)
+    bad = np.flatnonzero(row_len != in_len)
+    if bad.size:
+        i = bad[0]
+        raise AssertionError(f"row {i} ({names[i]!r}) has {row_len[i]} residues, input has {in_len[i]}")
+    diff = np.flatnonzero(got != want)
+    if diff.size:
+        i = int(np.searchsorted(np.cumsum(in_len), diff[0], side="right"))
+        raise AssertionError(f"row {i} ({names[i]!r}) degapped differs from its input "
+                             f"at residue {diff[0] - (np.cumsum(in_len)[i] - in_len[i])}")

@@ -1,0 +1,62 @@
+"""Guide-tree construction: pick exact linkage or PartTree from the parameters."""
+from __future__ import annotations
+
+import numpy as np
+
+from msa.params import AlignParams
+from msa.seqdb import SeqDB
+from msa.tree.guide_tree import GuideTree
+from msa.tree.linkage import ExactMethod, batch_linkage, finalize, graft
+from msa.tree.parttree import group_distances, parttree
+
+#: Linkage of the exact subtrees under PartTree (``auto`` and ``parttree``).
+EXACT_SUBTREE_METHOD: ExactMethod = "upgma"
+
+
+def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
+    """The guide tree of ``db`` by ``params.guide_tree``; deterministic for a given seed.
+
+    ``upgma``/``single`` build an exact tree from the full distance matrix
+    (refused past ``exact_tree_max`` sequences, where the matrix would not fit);
+    ``parttree`` always splits the root; ``auto`` is exact UPGMA up to
+    ``exact_tree_max`` sequences and PartTree above.
+
+    Example:
+        >>> from msa.backends.cpu import CpuBackend
+        >>> db = SeqDB.from_pairs([("a", "MKVLAAGIVG"), ("b", "MKVLAAGIVA"), ("c", "WWWWCCCCHH")])
+        >>> build_guide_tree(db, AlignParams(), CpuBackend()).children.tolist()
+        [[0, 1], [3, 2]]
+    """
+    n = len(db)
+    if n == 0:
+        raise ValueError("no sequences to build a guide tree from")
+    method = params.guide_tree
+    if method == "auto":
+        method = "upgma" if n <= params.exact_tree_max else "parttree"
+    needs_kmers = method == "parttree" or params.distance == "kmer"
+    tables = backend.kmer_tables(db.codes, db.offsets) if needs_kmers else None
+    if method == "parttree":
+        exact = "single" if params.guide_tree == "single" else EXACT_SUBTREE_METHOD
+        return parttree(db, tables, params, backend, exact)
+    if n > params.exact_tree_max:
+        raise ValueError(
+            f"guide_tree={method!r} needs the full distance matrix of {n} sequences, more than "
+            f"exact_tree_max={params.exact_tree_max}; use 'parttree' or raise exact_tree_max"
+        )
+    return exact_tree(db, tables, params, backend, method)
+
+
+def exact_tree(db: SeqDB, tables, params: AlignParams, backend, method: ExactMethod) -> GuideTree:
+    """UPGMA or single-linkage tree over all of ``db`` from its full distance matrix."""
+    n = len(db)
+    ids = np.arange(n, dtype=np.int64)
+    off = np.array([0, n], dtype=np.int64)
+    if n == 1:
+        return GuideTree(1, np.zeros((0, 2), dtype=np.int64), np.zeros(0))
+    dist, dist_off = group_distances(db, tables, ids, off, params, backend)
+    merges, heights = batch_linkage(dist, dist_off, off, method == "single")
+    left = np.full(2 * n - 1, -1, dtype=np.int64)
+    right = np.full(2 * n - 1, -1, dtype=np.int64)
+    height = np.zeros(2 * n - 1)
+    graft(merges, heights, ids, off, np.array([n]), n + 1, left, right, height)
+    return finalize(left, right, height, n, n)

@@ -1,0 +1,315 @@
+"""PartTree (MAFFT's ``splitseq_mq``, anchor B2), one batched pass per recursion depth.
+
+Every node of a depth is handled together: one backend call for the distances
+to each node's reference, one for the pick x pick matrices, one for the
+assignment of members to the surviving picks. Per-node bookkeeping (picks,
+thinning, the pick tree) runs in small Numba loops over nodes. Groups of at
+most ``exact_tree_max`` members get an exact tree (:mod:`msa.tree.linkage`).
+
+Deviations from MAFFT, all deliberate:
+
+* Random picks come from a hash of (seed, the node's reference id, draw
+  number), so a run is reproducible for a seed on every platform.
+* Picks are not checked for identical strings (input is deduplicated first);
+  instead a node whose members are all at distance 0 from its reference, or
+  whose reference has no 6-mer at all, gets a flat balanced tree (what MAFFT's
+  "uniform" flag amounts to).
+* Sequences with fewer than 6 usable residues have self-score 0 and distance
+  EMPTY_DISTANCE (1.0) to everything, instead of stopping the run.
+* Sort ties after (distance, -self, -length) go to the current position.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from msa.kmers import MAX_KMER_DIST, KmerTables
+from msa.params import AlignParams
+from msa.seqdb import SeqDB
+from msa.tree.guide_tree import GuideTree
+from msa.tree.linkage import (
+    MAFFT_SUEFF,
+    ExactMethod,
+    balanced_trees,
+    batch_linkage,
+    finalize,
+    graft,
+    mixed_linkage,
+)
+
+#: MAFFT drops a pick closer than this times the node's largest distance to an earlier pick.
+THIN_FACTOR = 0.7
+#: Exact groups are batched so that one batch's condensed matrices stay below this many pairs.
+EXACT_BATCH_PAIRS = 1 << 24
+
+
+def parttree(
+    db: SeqDB,
+    tables: KmerTables,
+    params: AlignParams,
+    backend,
+    exact_method: ExactMethod = "upgma",
+) -> GuideTree:
+    """PartTree over all of ``db``; groups up to ``params.exact_tree_max`` get exact subtrees."""
+    n = len(tables)
+    if n <= 1:
+        return finalize(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), n, 0)
+    nodes = _NodeTable(n)
+    exact = _ExactQueue(db, tables, params, backend, exact_method, nodes)
+    thin = 0.0 if params.partsize > n else THIN_FACTOR
+    members = np.arange(n, dtype=np.int64)
+    node_off = np.array([0, n], dtype=np.int64)
+    node_root = np.array([nodes.alloc(1)[0]], dtype=np.int64)
+    root = int(node_root[0])
+    while len(node_root):
+        members, node_off, node_root = _split_level(
+            members, node_off, node_root, tables, params, backend, thin, nodes, exact
+        )
+    exact.flush()
+    return finalize(nodes.left, nodes.right, nodes.height, n, root)
+
+
+class _NodeTable:
+    """Global node arrays; internal ids are handed out in creation order (renumbered at the end)."""
+
+    def __init__(self, n: int) -> None:
+        self.left = np.full(2 * n - 1, -1, dtype=np.int64)
+        self.right = np.full(2 * n - 1, -1, dtype=np.int64)
+        self.height = np.zeros(2 * n - 1)
+        self.next_id = n
+
+    def alloc(self, count: int) -> np.ndarray:
+        ids = np.arange(self.next_id, self.next_id + count, dtype=np.int64)
+        self.next_id += count
+        return ids
+
+
+class _ExactQueue:
+    """Groups waiting for an exact tree, computed in batches of bounded matrix size."""
+
+    def __init__(self, db, tables, params, backend, method: ExactMethod, nodes: _NodeTable) -> None:
+        self.db, self.tables, self.params, self.backend = db, tables, params, backend
+        self.method, self.nodes = method, nodes
+        self.groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.pairs = 0
+
+    def add(self, members: np.ndarray, off: np.ndarray, roots: np.ndarray) -> None:
+        if len(roots) == 0:
+            return
+        sizes = np.diff(off)
+        pairs = sizes * (sizes - 1) // 2
+        # cut into batches at group boundaries
+        cum = np.cumsum(pairs)
+        cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
+        bounds = np.unique(np.concatenate(([0], cuts, [len(roots)])))
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            sub_off = off[a : b + 1] - off[a]
+            self.groups.append((members[off[a] : off[b]], sub_off, roots[a:b]))
+            self.pairs += int(cum[b - 1] - (cum[a - 1] if a else 0))
+            if self.pairs >= EXACT_BATCH_PAIRS:
+                self.flush()
+
+    def flush(self) -> None:
+        if not self.groups:
+            return
+        members = np.concatenate([g[0] for g in self.groups])
+        roots = np.concatenate([g[2] for g in self.groups])
+        offs, base = [np.zeros(1, np.int64)], 0
+        for g in self.groups:
+            offs.append(g[1][1:] + base)
+            base += len(g[0])
+        off = np.concatenate(offs)
+        self.groups, self.pairs = [], 0
+        dist, dist_off = group_distances(self.db, self.tables, members, off, self.params, self.backend)
+        merges, heights = batch_linkage(dist, dist_off, off, self.method == "single")
+        nodes = self.nodes
+        nodes.next_id = graft(
+            merges, heights, members, off, roots, nodes.next_id, nodes.left, nodes.right, nodes.height
+        )
+
+
+def group_distances(
+    db: SeqDB, tables: KmerTables, ids: np.ndarray, off: np.ndarray, params: AlignParams, backend
+) -> tuple[np.ndarray, np.ndarray]:
+    """Condensed exact-tree distance matrices of many groups (``params.distance`` picks the kind)."""
+    if params.distance == "lcs":
+        return backend.lcs_distance_matrix(db.codes, db.offsets, ids, off)
+    return backend.kmer_distance_matrix(tables, ids, off, MAX_KMER_DIST)
+
+
+def _split_level(members, node_off, node_root, tables, params, backend, thin, nodes, exact):
+    """One recursion depth: split every node into clusters; return the nodes of the next depth."""
+    k_nodes = len(node_root)
+    sizes = np.diff(node_off)
+    member_node = np.repeat(np.arange(k_nodes, dtype=np.int64), sizes)
+    self_m = tables.self_scores[members]
+    ref_pos = _segment_argmax(self_m, node_off)
+    refs = members[ref_pos]
+    _, dref = backend.nearest_reference(
+        tables, refs, np.arange(k_nodes + 1), members, member_node, MAX_KMER_DIST
+    )
+    not_ref = np.ones(len(members), dtype=np.int8)
+    not_ref[ref_pos] = 0
+    perm = np.lexsort(
+        (np.arange(len(members)), -tables.lengths[members], -self_m, not_ref, dref, member_node)
+    )
+    members, dref = members[perm], dref[perm]
+    maxdist = dref[node_off[1:] - 1]
+
+    # all at distance 0, or not one 6-mer in the node: nothing to split on
+    uniform = (maxdist == 0.0) | (tables.self_scores[refs] == 0)
+    if uniform.any():
+        u_members, u_off = _select_nodes(members, node_off, uniform)
+        nodes.next_id = balanced_trees(
+            u_members, u_off, node_root[uniform], nodes.next_id, nodes.left, nodes.right, nodes.height
+        )
+        keep = ~uniform
+        keep_m = np.repeat(keep, sizes)
+        members, dref, member_node = members[keep_m], dref[keep_m], None
+        node_off = np.concatenate(([0], np.cumsum(sizes[keep])))
+        node_root, maxdist, refs = node_root[keep], maxdist[keep], refs[keep]
+        k_nodes = len(node_root)
+        if k_nodes == 0:
+            return members, node_off, node_root
+        sizes = np.diff(node_off)
+        member_node = np.repeat(np.arange(k_nodes, dtype=np.int64), sizes)
+
+    pick_off = np.concatenate(([0], np.cumsum(np.minimum(sizes, params.partsize))))
+    pick_pos = _choose_picks(node_off, pick_off, params.partsize, params.seed, refs)
+    pick_d, pick_d_off = backend.kmer_distance_matrix(tables, members[pick_pos], pick_off, MAX_KMER_DIST)
+    survive = _thin_picks(pick_d, pick_d_off, pick_off, maxdist, thin)
+    surv_pos = pick_pos[survive]
+    surv_off = np.concatenate(([0], np.cumsum(np.add.reduceat(survive, pick_off[:-1]))))
+    nearest, _ = backend.nearest_reference(
+        tables, members[surv_pos], surv_off, members, member_node, MAX_KMER_DIST
+    )
+    nearest = nearest.astype(np.int64)
+    nearest[surv_pos] = np.arange(len(surv_pos)) - np.repeat(surv_off[:-1], np.diff(surv_off))
+
+    cluster = surv_off[member_node] + nearest
+    order = np.argsort(cluster, kind="stable")
+    members = members[order]
+    c_sizes = np.bincount(cluster, minlength=len(surv_pos))
+    c_off = np.concatenate(([0], np.cumsum(c_sizes)))
+    c_tree = members[c_off[:-1]].copy()  # singleton clusters are their leaf
+    big = c_sizes >= 2
+    c_tree[big] = nodes.alloc(int(big.sum()))
+
+    merges, heights = _survivor_trees(pick_d, pick_d_off, pick_off, survive, surv_off)
+    nodes.next_id = graft(
+        merges, heights, c_tree, surv_off, node_root, nodes.next_id, nodes.left, nodes.right, nodes.height
+    )
+
+    small = big & (c_sizes <= params.exact_tree_max)
+    exact.add(*_select_nodes(members, c_off, small), c_tree[small])
+    large = c_sizes > params.exact_tree_max
+    next_members, next_off = _select_nodes(members, c_off, large)
+    return next_members, next_off, c_tree[large]
+
+
+def _select_nodes(members: np.ndarray, off: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Members and offsets of the groups where ``mask`` holds."""
+    sizes = np.diff(off)
+    return members[np.repeat(mask, sizes)], np.concatenate(([0], np.cumsum(sizes[mask])))
+
+
+@njit(cache=True, nogil=True)
+def _segment_argmax(values: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """Position of each segment's largest value; the earliest wins ties (MAFFT's reference)."""
+    out = np.empty(len(off) - 1, dtype=np.int64)
+    for k in range(len(off) - 1):
+        best = off[k]
+        for p in range(off[k] + 1, off[k + 1]):
+            if values[p] > values[best]:
+                best = p
+        out[k] = best
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _splitmix64(x: np.uint64) -> np.uint64:
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    z = x
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def _choose_picks(node_off, pick_off, partsize, seed, refs) -> np.ndarray:
+    """Positions of each node's picks, in rank order: reference, farthest, median, random.
+
+    Members of a node are sorted by distance to its reference (position 0).
+    """
+    out = np.empty(pick_off[-1], dtype=np.int64)
+    for k in range(len(node_off) - 1):
+        lo, hi = node_off[k], node_off[k + 1]
+        s = hi - lo
+        p0 = pick_off[k]
+        if s <= partsize:
+            for i in range(s):
+                out[p0 + i] = lo + i
+            continue
+        picks = out[p0 : p0 + partsize]
+        picks[0] = lo
+        picks[1] = hi - 1
+        picks[2] = lo + 1 + (s - 2) // 2
+        count = 3
+        state = _splitmix64(np.uint64(seed) ^ _splitmix64(np.uint64(refs[k])))
+        while count < partsize:
+            state = _splitmix64(state)
+            cand = lo + 1 + np.int64(state % np.uint64(s - 2))
+            fresh = True
+            for i in range(count):
+                if picks[i] == cand:
+                    fresh = False
+                    break
+            if fresh:
+                picks[count] = cand
+                count += 1
+        picks.sort()
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _thin_picks(pick_d, pick_d_off, pick_off, maxdist, factor) -> np.ndarray:
+    """MAFFT's greedy thinning: drop pick j if an earlier live pick i has d(i,j) < factor*maxdist."""
+    keep = np.ones(pick_off[-1], dtype=np.bool_)
+    for k in range(len(pick_off) - 1):
+        p0 = pick_off[k]
+        p = pick_off[k + 1] - p0
+        d0 = pick_d_off[k]
+        limit = factor * maxdist[k]
+        for i in range(p):
+            if not keep[p0 + i]:
+                continue
+            for j in range(i + 1, p):
+                if keep[p0 + j] and pick_d[d0 + p * i - i * (i + 1) // 2 + j - i - 1] < limit:
+                    keep[p0 + j] = False
+    return keep
+
+
+@njit(cache=True, nogil=True)
+def _survivor_trees(pick_d, pick_d_off, pick_off, survive, surv_off):
+    """MAFFT's mixed-linkage tree over each node's surviving picks (local ids, stacked)."""
+    n_nodes = len(pick_off) - 1
+    merges = np.empty((surv_off[-1] - n_nodes, 2), dtype=np.int64)
+    heights = np.empty(surv_off[-1] - n_nodes)
+    for k in range(n_nodes):
+        p0 = pick_off[k]
+        p = pick_off[k + 1] - p0
+        idx = np.flatnonzero(survive[p0 : p0 + p])
+        s = len(idx)
+        sub = np.empty(s * (s - 1) // 2)
+        t = 0
+        for a in range(s):
+            i = idx[a]
+            for b in range(a + 1, s):
+                j = idx[b]
+                sub[t] = pick_d[pick_d_off[k] + p * i - i * (i + 1) // 2 + j - i - 1]
+                t += 1
+        m, h = mixed_linkage(sub, s, MAFFT_SUEFF)
+        row = surv_off[k] - k
+        merges[row : row + s - 1] = m
+        heights[row : row + s - 1] = h
+    return merges, heights

@@ -1,0 +1,140 @@
+"""The CUDA guide-tree stage against its CPU oracle: equal struct arrays, counts, distances, trees."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from msa.alphabet import encode
+from msa.backends.cpu import CpuBackend
+from msa.kmers import build_kmer_tables
+from msa.params import AlignParams
+from msa.seqdb import SeqDB
+from msa.tree.build import build_guide_tree
+
+pytestmark = pytest.mark.gpu
+
+AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
+CPU = CpuBackend()
+
+
+def family(n: int, mean_len: int, n_anc: int, rate: float, seed: int, x_rate: float = 0.01):
+    """Letters and offsets of ``n`` mutated copies of ``n_anc`` random ancestors (lengths vary)."""
+    rng = np.random.default_rng(seed)
+    max_len = 3 * mean_len + 8
+    anc = AMINO[rng.integers(0, 20, (n_anc, max_len))]
+    lens = np.clip(rng.normal(mean_len, 0.3 * mean_len + 1, n).astype(np.int64), 0, max_len)
+    offsets = np.concatenate(([0], np.cumsum(lens)))
+    seq = np.repeat(np.arange(n), lens)
+    pos = np.arange(offsets[-1]) - offsets[seq]
+    res = anc[rng.integers(0, n_anc, n)[seq], pos]
+    mutate = rng.random(len(res)) < rate
+    res[mutate] = AMINO[rng.integers(0, 20, int(mutate.sum()))]
+    res[rng.random(len(res)) < x_rate] = ord("X")
+    return res, offsets
+
+
+def concat(*parts):
+    """Join (letters, offsets) pairs into one set."""
+    res = np.concatenate([p[0] for p in parts])
+    lens = np.concatenate([np.diff(p[1]) for p in parts])
+    return res, np.concatenate(([0], np.cumsum(lens)))
+
+
+def repeats():
+    """Low-complexity sequences: 6-mer counts above 255 (and one above 65535, saturated)."""
+    seqs = [b"A" * 400, b"AG" * 300, b"A" * 300 + b"C" * 50, b"W" * 70000, b"AAAAA", b"", b"XXXXXXXXX", b"AXAXAXAXAXAX"]
+    lens = np.array([len(s) for s in seqs])
+    return np.frombuffer(b"".join(seqs), dtype=np.uint8).copy(), np.concatenate(([0], np.cumsum(lens)))
+
+
+SHAPES = {
+    "short": lambda: family(300, 5, 3, 0.1, 1),
+    "equal_lengths": lambda: family_equal(500, 60, 7),
+    "one": lambda: family(1, 40, 1, 0.0, 3),
+    "mixed": lambda: concat(family(3000, 115, 40, 0.15, 4), repeats(), family(70, 3, 2, 0.0, 5)),
+    "long": lambda: family(200, 1500, 5, 0.2, 6),
+}
+
+
+def family_equal(n: int, length: int, seed: int):
+    """Sequences of one length (whole sections of equal width)."""
+    rng = np.random.default_rng(seed)
+    res = AMINO[rng.integers(0, 20, n * length)]
+    return res, np.arange(0, n * length + 1, length, dtype=np.int64)
+
+
+@pytest.fixture(scope="module", params=sorted(SHAPES))
+def tables_pair(request, cuda_backend):
+    res, off = SHAPES[request.param]()
+    codes = encode(res)
+    return build_kmer_tables(codes, off), cuda_backend.kmer_tables(codes, off)
+
+
+def test_struct_arrays_equal(tables_pair):
+    cpu, gpu = tables_pair
+    for field in ("lengths", "self_scores", "n_distinct", "slot", "start", "section_off", "kcodes", "kcounts"):
+        a, b = getattr(cpu, field), getattr(gpu, field)
+        assert a.dtype == b.dtype, field
+        np.testing.assert_array_equal(a, b, err_msg=field)
+
+
+def _nodes(rng, n_seqs: int, n_nodes: int, max_refs: int):
+    """Random disjoint member sets and references of ``n_nodes`` nodes."""
+    perm = rng.permutation(n_seqs)
+    cuts = np.sort(rng.choice(np.arange(1, n_seqs), size=min(n_nodes - 1, n_seqs - 1), replace=False))
+    node_off = np.concatenate(([0], cuts, [n_seqs]))
+    n_refs = rng.integers(1, max_refs + 1, len(node_off) - 1)
+    ref_ids = rng.integers(0, n_seqs, int(n_refs.sum()))
+    ref_off = np.concatenate(([0], np.cumsum(n_refs)))
+    member_node = np.repeat(np.arange(len(node_off) - 1), np.diff(node_off))
+    return ref_ids, ref_off, perm, member_node
+
+
+@pytest.mark.parametrize("n_nodes,max_refs", [(1, 1), (1, 4), (1, 2281), (7, 50), (400, 9)])
+def test_nearest_reference_equal(tables_pair, cuda_backend, n_nodes, max_refs):
+    cpu, gpu = tables_pair
+    n = len(cpu)
+    rng = np.random.default_rng(n_nodes * 1000 + max_refs)
+    ref_ids, ref_off, members, member_node = _nodes(rng, n, min(n_nodes, n), max_refs)
+    want = CPU.nearest_reference(cpu, ref_ids, ref_off, members, member_node)
+    got = cuda_backend.nearest_reference(gpu, ref_ids, ref_off, members, member_node)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])  # bit-exact float64
+
+
+def test_nearest_reference_of_host_tables(tables_pair, cuda_backend):
+    """Host-built (CPU) tables are uploaded and give the same answer."""
+    cpu, _ = tables_pair
+    n = len(cpu)
+    ids = np.arange(n)
+    refs = np.array([0, n // 2, n - 1])
+    want = CPU.nearest_reference(cpu, refs, np.array([0, 3]), ids, np.zeros(n, np.int64))
+    got = cuda_backend.nearest_reference(cpu, refs, np.array([0, 3]), ids, np.zeros(n, np.int64))
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("sizes", [[1], [2], [50, 1, 0, 3], [700], [5] * 300])
+def test_kmer_distance_matrix_equal(tables_pair, cuda_backend, sizes):
+    cpu, gpu = tables_pair
+    n = len(cpu)
+    rng = np.random.default_rng(len(sizes))
+    sizes = np.minimum(np.array(sizes), n)
+    ids = rng.integers(0, n, int(sizes.sum()))
+    group_off = np.concatenate(([0], np.cumsum(sizes)))
+    want, want_off = CPU.kmer_distance_matrix(cpu, ids, group_off)
+    got, got_off = cuda_backend.kmer_distance_matrix(gpu, ids, group_off)
+    np.testing.assert_array_equal(got_off, want_off)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("exact_tree_max", [16, 200])
+def test_guide_tree_equal(cuda_backend, exact_tree_max):
+    res, off = concat(family(6000, 115, 60, 0.2, 11), repeats())
+    names = [f"s{i}" for i in range(len(off) - 1)]
+    db = SeqDB.from_arrays(names, names, res, off)
+    params = AlignParams(guide_tree="parttree", exact_tree_max=exact_tree_max, seed=5)
+    want = build_guide_tree(db, params, CPU)
+    got = build_guide_tree(db, params, cuda_backend)
+    np.testing.assert_array_equal(got.children, want.children)
+    np.testing.assert_array_equal(got.heights, want.heights)

@@ -1,0 +1,249 @@
+"""FASTA reading and writing, output formats and atomic output files (no aligner needed)."""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from Bio import Align
+
+from msa.io import FORMATS, InputError, open_output, parse_fasta, read_fasta, write_alignment
+from msa.io.bioalign import to_alignment
+from msa.io.fasta import write_fasta
+from msa.io.formats import match_states
+from msa.io.records import db_from_records
+
+
+@dataclass
+class AlignedRows:
+    """The fields writers read (msa.pipeline.AlignedRows has the same)."""
+
+    names: list[str]
+    descriptions: list[str]
+    rows: np.ndarray
+
+
+def seqs(db) -> list[bytes]:
+    return [db.sequence(i) for i in range(len(db))]
+
+
+def test_reads_names_descriptions_and_residues_exactly() -> None:
+    data = b">sp|P1|A  first  protein \nMKV-la.U\n*OJbzX\n>b\nMK\n>a dup name\nAC\n"
+    db = parse_fasta(data)
+    assert db.names == ["sp|P1|A", "b", "a"]
+    assert db.descriptions == ["sp|P1|A  first  protein ", "b", "a dup name"]
+    assert seqs(db) == [b"MKVlaU*OJbzX", b"MK", b"AC"]
+    assert db.offsets.tolist() == [0, 12, 14, 16]
+    assert db.codes[:3].tolist() == [12, 11, 19]  # M K V in ALPHABET order
+    assert db.codes[5] == 22 and db.codes[6] == 23  # U is scored as X, * as itself
+
+
+@pytest.mark.parametrize("newline", [b"\r\n", b"\r"])
+def test_crlf_and_cr_line_endings(newline: bytes) -> None:
+    data = newline.join([b">a x", b"MK", b"LV", b">b", b"W", b""])
+    db = parse_fasta(data)
+    assert db.descriptions == ["a x", "b"]
+    assert seqs(db) == [b"MKLV", b"W"]
+
+
+def test_bom_blank_lines_and_a_very_long_line() -> None:
+    long = b"ACDEFGHIKLMNPQRSTVWY" * 50_000
+    db = parse_fasta(b"\xef\xbb\xbf\n\n>a\n" + long + b"\n\n>b\n  M K \tV\n")
+    assert seqs(db) == [long, b"MKV"]
+
+
+def test_last_record_without_newline_and_one_sequence() -> None:
+    db = parse_fasta(b">only one\nMKV")
+    assert db.names == ["only"] and seqs(db) == [b"MKV"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "empty input"),
+        (b"\n \r\n\t\n", "empty input"),
+        (b"CLUSTAL W\n\nA  MK\n", "not FASTA"),
+        (b"MKV\n>a\nMK\n", "line 1 comes before the first '>'"),
+        (b"\x00\x01\x02binary\xff", "binary data"),
+        (b">a\nMK\n>b\nMK3V\n", "line 4: record 'b' has the character '3'"),
+        (b">a\nMK#V\n", "the character '#'"),
+        (b">a\nMK\xc3\xa9V\n", "the byte 0xc3"),
+        (b">a\nMK\n>b\n\n>c\nV\n", "line 3: record 'b' has no residues"),
+        (b">a\n---..\n", "record 'a' has no residues"),
+        (b">a\nMK\n>\nMK\n", "line 3: header has no name"),
+        (b">a\nMK\n>b", "line 3: record 'b' has no residues"),
+    ],
+)
+def test_bad_input_names_the_problem(data: bytes, message: str) -> None:
+    with pytest.raises(InputError, match=message.replace("|", r"\|")) as info:
+        parse_fasta(data, "in.fa")
+    assert str(info.value).startswith("in.fa: ")
+    assert "\n" not in str(info.value)
+
+
+def test_reads_gzip_by_content(tmp_path: Path) -> None:
+    path = tmp_path / "x.fasta"  # no .gz suffix: detection is by magic bytes
+    path.write_bytes(gzip.compress(b">a\nMK\n>b\nLV\n"))
+    assert seqs(read_fasta(path)) == [b"MK", b"LV"]
+
+
+def test_damaged_gzip_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "x.fa.gz"
+    path.write_bytes(gzip.compress(b">a\nMK\n" * 100)[:30])
+    with pytest.raises(InputError, match="damaged gzip"):
+        read_fasta(path)
+
+
+def test_reads_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Stdin:
+        buffer = io.BytesIO(b">a\nMK\n")
+
+    monkeypatch.setattr("sys.stdin", Stdin())
+    assert read_fasta("-").names == ["a"]
+
+
+def test_fasta_writer_wraps_at_60_and_keeps_header_bytes() -> None:
+    rows = np.frombuffer(b"A" * 125 + b"-" * 60 + b"c" * 65, dtype=np.uint8).reshape(2, 125)
+    header = b"x \xff odd".decode("utf-8", "surrogateescape")
+    out = io.BytesIO()
+    write_fasta(out, [header, "y"], rows)
+    lines = out.getvalue().split(b"\n")
+    assert lines[0] == b">x \xff odd"
+    assert [len(line) for line in lines] == [8, 60, 60, 5, 2, 60, 60, 5, 0]
+    assert b"".join(lines[5:8]) == rows[1].tobytes()
+
+
+def test_fasta_writer_blocks_give_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(1)
+    rows = rng.choice(np.frombuffer(b"ACD-", dtype=np.uint8), size=(50, 130))
+    names = [f"s{i} d{'x' * i}" for i in range(50)]
+    whole = io.BytesIO()
+    write_fasta(whole, names, rows)
+    text = whole.getvalue().decode()
+    expected = "".join(
+        f">{n}\n" + "".join(r.tobytes().decode()[k : k + 60] + "\n" for k in range(0, 130, 60))
+        for n, r in zip(names, rows)
+    )
+    assert text == expected
+
+
+def test_fasta_round_trip() -> None:
+    data = b">a desc\nMK-V\n>b\nM--V\n"
+    db = parse_fasta(data)
+    rows = np.frombuffer(b"MKVM-V", dtype=np.uint8).reshape(2, 3)
+    out = io.BytesIO()
+    write_alignment(out, AlignedRows(db.names, db.descriptions, rows), "fasta")
+    assert out.getvalue() == b">a desc\nMKV\n>b\nM-V\n"
+
+
+ROWS = [b"MKV-lA-", b"-K*uLAW", b"MKVULA-", b"-----AW"]
+
+
+def aligned_example() -> AlignedRows:
+    rows = np.frombuffer(b"".join(ROWS), dtype=np.uint8).reshape(len(ROWS), -1)
+    names = ["sp|P1|one", "two", "three", "four"]
+    descriptions = ["sp|P1|one first protein", "two", "three  spaced", "four"]
+    return AlignedRows(names, descriptions, rows)
+
+
+def test_to_alignment_gives_rows_ids_and_descriptions_back() -> None:
+    aligned = aligned_example()
+    aln = to_alignment(aligned.names, aligned.descriptions, aligned.rows)
+    assert [str(row) for row in aln] == [r.decode() for r in ROWS]
+    assert [s.id for s in aln.sequences] == aligned.names
+    assert [s.description for s in aln.sequences] == ["first protein", "", "spaced", ""]
+    assert aln.coordinates.shape[1] < len(ROWS[0]) + 1  # only the columns where gaps switch
+
+
+def test_match_states_half_occupied() -> None:
+    rows = np.frombuffer(b"A-A" + b"AAA" + b"A--" + b"A--", dtype=np.uint8).reshape(4, 3)
+    assert match_states(rows) == "DID"
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "fasta"] + ["fasta"])
+def test_each_format_reads_back_through_biopython(fmt: str) -> None:
+    aligned = aligned_example()
+    if fmt == "a2m":  # A2M cannot hold '*' in a match column
+        aligned.rows = np.where(aligned.rows == ord("*"), ord("X"), aligned.rows).astype(np.uint8)
+    out = io.BytesIO()
+    write_alignment(out, aligned, fmt)
+    back = Align.read(io.StringIO(out.getvalue().decode()), fmt)
+    got = [str(row) for row in back]
+    expected = [r.tobytes().decode() for r in aligned.rows]
+    if fmt == "a2m":  # case follows the column state there
+        got, expected = [g.upper() for g in got], [e.upper() for e in expected]
+    assert got == expected
+    assert [s.id for s in back.sequences] == aligned.names
+    if fmt == "clustal":
+        assert out.getvalue().startswith(b"CLUSTAL")
+
+
+def test_unknown_format() -> None:
+    with pytest.raises(ValueError, match="unknown output format 'nexus'"):
+        write_alignment(io.BytesIO(), aligned_example(), "nexus")
+
+
+def test_open_output_renames_only_on_success(tmp_path: Path) -> None:
+    target = tmp_path / "out.fa"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with open_output(target) as fh:
+            fh.write(b"partial")
+            raise RuntimeError("alignment failed")
+    assert target.read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["out.fa"]
+    with open_output(target) as fh:
+        fh.write(b"new")
+    assert target.read_bytes() == b"new"
+    assert sorted(os.listdir(tmp_path)) == ["out.fa"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_open_output_gzips_by_suffix(tmp_path: Path) -> None:
+    target = tmp_path / "out.fa.gz"
+    with open_output(target) as fh:
+        fh.write(b">a\nMK\n")
+    assert gzip.decompress(target.read_bytes()) == b">a\nMK\n"
+
+
+def test_open_output_refuses_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(IsADirectoryError):
+        with open_output(tmp_path):
+            pass
+
+
+def test_records_from_pairs_and_seqrecords() -> None:
+    from Bio.Seq import Seq
+    from Bio.SeqRecord import SeqRecord
+
+    db = db_from_records(
+        [
+            ("p1", "MK-vL"),
+            SeqRecord(Seq("AC*"), id="r1", description="r1 full header"),
+            SeqRecord(Seq("W"), id="r2", description="other words"),
+            SeqRecord(Seq("Y"), id="r3"),
+        ]
+    )
+    assert db.names == ["p1", "r1", "r2", "r3"]
+    assert db.descriptions == ["p1", "r1 full header", "r2 other words", "r3"]
+    assert seqs(db) == [b"MKvL", b"AC*", b"W", b"Y"]
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ([], "no sequences"),
+        ([("a", "MK"), ("b", "M1K")], "record 'b' has the character '1' at position 2"),
+        ([("a", "MK"), ("b", "--")], "record 'b' has no residues"),
+        ([("a\nb", "MK")], "bad name"),
+    ],
+)
+def test_bad_records(records: list, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        db_from_records(records)

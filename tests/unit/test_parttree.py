@@ -1,0 +1,135 @@
+"""PartTree and exact trees: valid binary trees, determinism, and sensible clusters."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import linkage
+
+from msa.backends.cpu import CpuBackend
+from msa.params import AlignParams
+from msa.seqdb import SeqDB
+from msa.tree import GuideTree, build_guide_tree
+from msa.tree.linkage import batch_linkage
+
+AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
+BACKEND = CpuBackend()
+
+
+def family(rng: np.random.Generator, n_clusters: int, per: int, length: int) -> tuple[SeqDB, np.ndarray]:
+    """Clusters of point mutants around centres that are themselves mutants of one root."""
+    root = rng.choice(AMINO, length)
+    pairs, labels = [], []
+    for c in range(n_clusters):
+        centre = root.copy()
+        hit = rng.random(length) < 0.35
+        centre[hit] = rng.choice(AMINO, hit.sum())
+        for k in range(per):
+            seq = centre.copy()
+            hit = rng.random(length) < 0.08
+            seq[hit] = rng.choice(AMINO, hit.sum())
+            trim = rng.integers(0, 4, 2)
+            pairs.append((f"c{c}_{k}", seq[trim[0] : length - trim[1]].tobytes()))
+            labels.append(c)
+    return SeqDB.from_pairs(pairs), np.array(labels)
+
+
+def clade_sets(tree: GuideTree) -> set[frozenset[int]]:
+    n = tree.n_leaves
+    sets: dict[int, frozenset[int]] = {}
+    for k, (a, b) in enumerate(tree.children.tolist()):
+        sets[n + k] = sets.get(a, frozenset([a])) | sets.get(b, frozenset([b]))
+    return set(sets.values())
+
+
+def assert_valid(tree: GuideTree, n: int) -> None:
+    assert tree.n_leaves == n
+    assert tree.children.shape == (max(n - 1, 0), 2)
+    if n > 1:
+        used = np.sort(tree.children.ravel())
+        assert np.array_equal(used, np.arange(2 * n - 2))  # every node but the root once
+        assert np.all(tree.children < (n + np.arange(n - 1))[:, None])  # children first
+        parent = tree.parents()
+        h = np.concatenate((np.zeros(n), tree.heights))
+        assert np.all(h[parent[:-1]] >= h[:-1])  # branch lengths never negative
+
+
+@pytest.mark.parametrize("method", ["parttree", "auto", "upgma", "single"])
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_tiny_inputs(method: str, n: int) -> None:
+    db = SeqDB.from_pairs([(f"s{i}", "MKVLAAGIVGLLL"[: 4 + 2 * i] + "W" * i) for i in range(n)])
+    assert_valid(build_guide_tree(db, AlignParams(guide_tree=method), BACKEND), n)
+
+
+def test_identical_and_short_sequences() -> None:
+    same = SeqDB.from_pairs([(f"s{i}", "MKVLAAGIVGLLLAV") for i in range(300)])
+    params = AlignParams(guide_tree="parttree", exact_tree_max=8, keep_duplicates=True)
+    assert_valid(build_guide_tree(same, params, BACKEND), 300)
+    rng = np.random.default_rng(5)
+    short = SeqDB.from_pairs([(f"s{i}", rng.choice(AMINO, rng.integers(0, 8)).tobytes()) for i in range(400)])
+    assert_valid(build_guide_tree(short, params, BACKEND), 400)
+    assert_valid(build_guide_tree(short, AlignParams(distance="lcs"), BACKEND), 400)
+
+
+@pytest.mark.parametrize("partsize,exact", [(50, 2), (500, 16), (50, 4096)])
+def test_clusters_become_clades(partsize: int, exact: int) -> None:
+    db, labels = family(np.random.default_rng(partsize + exact), 6, 40, 120)
+    params = AlignParams(guide_tree="parttree", partsize=partsize, exact_tree_max=exact)
+    tree = build_guide_tree(db, params, BACKEND)
+    assert_valid(tree, len(db))
+    found = clade_sets(tree)
+    assert all(frozenset(np.flatnonzero(labels == c).tolist()) in found for c in range(6))
+
+
+def test_small_partsize_gives_valid_tree() -> None:
+    """Few picks per node may split a cluster (as in MAFFT) but never break the tree."""
+    db, _ = family(np.random.default_rng(8), 6, 40, 120)
+    for partsize, exact in [(2, 2), (3, 2), (4, 4)]:
+        params = AlignParams(guide_tree="parttree", partsize=partsize, exact_tree_max=exact)
+        assert_valid(build_guide_tree(db, params, BACKEND), len(db))
+
+
+@pytest.mark.parametrize("distance", ["kmer", "lcs"])
+@pytest.mark.parametrize("method", ["upgma", "single"])
+def test_exact_trees_recover_clusters(method: str, distance: str) -> None:
+    db, labels = family(np.random.default_rng(1), 5, 20, 100)
+    tree = build_guide_tree(db, AlignParams(guide_tree=method, distance=distance), BACKEND)
+    assert_valid(tree, len(db))
+    found = clade_sets(tree)
+    assert all(frozenset(np.flatnonzero(labels == c).tolist()) in found for c in range(5))
+
+
+def test_exact_tree_refused_past_leaf_size() -> None:
+    db, _ = family(np.random.default_rng(2), 2, 10, 50)
+    with pytest.raises(ValueError, match="exact_tree_max"):
+        build_guide_tree(db, AlignParams(guide_tree="upgma", exact_tree_max=10), BACKEND)
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_linkage_matches_scipy(single: bool) -> None:
+    rng = np.random.default_rng(4)
+    sizes = [2, 3, 17, 120]
+    dists = [rng.random(s * (s - 1) // 2) for s in sizes]
+    off = np.concatenate(([0], np.cumsum(sizes)))
+    dist_off = np.concatenate(([0], np.cumsum([len(d) for d in dists])))
+    merges, heights = batch_linkage(np.concatenate(dists), dist_off, off, single)
+    for g, s in enumerate(sizes):
+        rows = slice(off[g] - g, off[g + 1] - g - 1)
+        z = linkage(dists[g], "single" if single else "average")
+        ours = GuideTree(s, merges[rows], heights[rows])
+        theirs = GuideTree(s, z[:, :2].astype(np.int64), z[:, 2] / 2)
+        assert clade_sets(ours) == clade_sets(theirs)
+        assert np.allclose(np.sort(heights[rows]), np.sort(z[:, 2] / 2))
+
+
+def test_large_parttree_deterministic_per_seed() -> None:
+    rng = np.random.default_rng(9)
+    db, labels = family(rng, 40, 500, 60)
+    params = AlignParams(guide_tree="auto", exact_tree_max=16, partsize=20, seed=3)
+    first = build_guide_tree(db, params, BACKEND)
+    assert_valid(first, len(db))
+    again = build_guide_tree(db, params, BACKEND)
+    assert np.array_equal(first.children, again.children)
+    assert np.array_equal(first.heights, again.heights)
+    small = db.subset(np.arange(0, len(db), 10))
+    for seed in (4, 5):
+        assert_valid(build_guide_tree(small, params.with_(seed=seed, exact_tree_max=2), BACKEND), len(small))

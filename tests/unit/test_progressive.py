@@ -1,0 +1,302 @@
+"""Progressive stage: invariants on many tree shapes, the DP against a plain reference,
+the incremental gap typing against a recount, and agreement with FAMSA on real data."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msa.alphabet import ALPHABET, load_matrix
+from msa.backends.cpu import CpuBackend
+from msa.backends.cpu_align import NEG_INF, align_batch, dp_path
+from msa.params import AlignParams, GapCosts, gap_costs
+from msa.profile import GE, GO, N_COUNTS, TGE, TGO, gap_counts_from_rows
+from msa.progressive import gapped_rows, progressive_align
+from msa.seqdb import SeqDB
+from msa.tree.guide_tree import GuideTree
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+MATRIX = load_matrix("PFASUM43")
+GAPS = GapCosts(open=-14850, extend=-1250, term_open=-660, term_extend=-660)
+G = np.array([GAPS.open, GAPS.extend, GAPS.term_open, GAPS.term_extend], dtype=np.int64)
+
+
+def random_db(rng, n, lo, hi):
+    letters = np.frombuffer(ALPHABET[:20].encode(), dtype=np.uint8)
+    pairs = []
+    for i in range(n):
+        length = int(rng.integers(lo, hi + 1))
+        pairs.append((f"s{i}", letters[rng.integers(0, 20, length)].tobytes()))
+    return SeqDB.from_pairs(pairs)
+
+
+def caterpillar(n):
+    kids = ([[0, 1]] if n > 1 else []) + [[n + k - 1, k + 1] for k in range(1, n - 1)]
+    return GuideTree(n, np.array(kids).reshape(-1, 2), np.arange(n - 1, dtype=float))
+
+
+def balanced(n):
+    nodes, kids, nxt = list(range(n)), [], n
+    while len(nodes) > 1:
+        new = []
+        for a in range(0, len(nodes) - 1, 2):
+            kids.append([nodes[a], nodes[a + 1]])
+            new.append(nxt)
+            nxt += 1
+        if len(nodes) % 2:
+            new.append(nodes[-1])
+        nodes = new
+    return GuideTree(n, np.array(kids).reshape(-1, 2), np.arange(n - 1, dtype=float))
+
+
+def random_tree(rng, n):
+    pool, kids = list(range(n)), []
+    for k in range(n - 1):
+        a, b = rng.choice(len(pool), 2, replace=False)
+        kids.append([pool[a], pool[b]])
+        pool = [p for i, p in enumerate(pool) if i not in (a, b)] + [n + k]
+    return GuideTree(n, np.array(kids).reshape(-1, 2), np.arange(n - 1, dtype=float))
+
+
+def check_invariants(db, columns, width):
+    rows = gapped_rows(db, columns, width)
+    assert rows.shape == (len(db), width)
+    for i in range(len(db)):
+        row = rows[i].tobytes()
+        assert row.replace(b"-", b"") == db.sequence(i)
+        cols = columns[db.offsets[i] : db.offsets[i + 1]]
+        assert (np.diff(cols) > 0).all()
+    assert (rows != ord("-")).any(axis=0).all(), "an all-gap column"
+
+
+@pytest.mark.parametrize(
+    "n,lo,hi,shape",
+    [(1, 5, 5, "cat"), (2, 1, 3, "cat"), (2, 1, 500, "cat"), (9, 1, 40, "cat"),
+     (9, 1, 40, "bal"), (12, 3, 60, "rand"), (7, 1, 1, "bal"), (6, 2, 300, "rand")],
+)
+def test_invariants_many_shapes(n, lo, hi, shape):
+    rng = np.random.default_rng(n * 1000 + hi)
+    db = random_db(rng, n, lo, hi)
+    tree = {"cat": caterpillar, "bal": balanced}.get(shape, lambda m: random_tree(rng, m))(n)
+    columns, width = progressive_align(db, tree, MATRIX, GAPS, CpuBackend())
+    assert columns.dtype == np.int64 and len(columns) == len(db.codes)
+    check_invariants(db, columns, width)
+
+
+def test_related_sequences_align_their_common_core():
+    core = b"MKVLAAGWTRPEDHIKLF"
+    db = SeqDB.from_pairs([("a", b"PP" + core), ("b", core + b"QQQ"), ("c", core[:8] + b"S" + core[8:])])
+    columns, width = progressive_align(db, caterpillar(3), MATRIX, GAPS, CpuBackend())
+    rows = gapped_rows(db, columns, width)
+    starts = [row.tobytes().index(b"M") for row in rows]
+    assert len(set(starts)) == 1
+
+
+# ---- a plain-Python reference of the same DP ---------------------------------------------
+
+
+def random_profile(rng, n, w):
+    """Counts of a random gapped alignment of n rows and w columns (every row has a residue)."""
+    gap = rng.random((n, w)) < 0.35
+    gap[np.arange(n), rng.integers(0, w, n)] = False
+    gap[:, gap.all(axis=0)] = False  # a profile has no all-gap column
+    codes = rng.integers(0, 24, (n, w))
+    table = np.zeros((w, N_COUNTS), dtype=np.int32)
+    for c in range(w):
+        for s in range(n):
+            if not gap[s, c]:
+                table[c, codes[s, c]] += 1
+    table[:, GO:] = gap_counts_from_rows(gap)
+    return table, gap, codes
+
+
+def reference_dp(c1, n1, c2, n2, m, g, seqseq):
+    """FAMSA's recurrences written out cell by cell with full matrices; returns (score, path)."""
+    go, ge, tgo, tge = (int(x) for x in g)
+    w1, w2 = len(c1), len(c2)
+    pen = lambda o, e, to, te: o * go + e * ge + to * tgo + te * tge
+
+    def col(c, i):  # 1-based column, as python ints
+        return [int(x) for x in c[i - 1]]
+
+    def start(c, n, i):
+        w = len(c)
+        if i >= w:
+            te = int(c[w - 1][TGO] + c[w - 1][TGE])
+            return pen(0, 0, n - te, te)
+        to = int(c[i][TGO])
+        te = int(c[i - 1][TGO] + c[i - 1][TGE])
+        e = int(c[i - 1][GO] + c[i - 1][GE])
+        return pen(n - e - to - te, e, to, te)
+
+    def cont(c, n, i):
+        if i >= len(c):
+            return pen(0, 0, 0, n)
+        te = int(c[i][TGO] + c[i - 1][TGO] + c[i - 1][TGE])
+        return pen(0, n - te, 0, te)
+
+    def res(c, i):
+        return sum(col(c, i)[:24])
+
+    def gapcost(c, i):
+        x = col(c, i)
+        return pen(x[GO], x[GE], x[TGO], x[TGE])
+
+    def t(i, j):
+        a, b = col(c1, i), col(c2, j)
+        pair = sum(a[x] * b[y] * int(m[x][y]) for x in range(24) for y in range(24))
+        return pair + res(c1, i) * gapcost(c2, j) + res(c2, j) * gapcost(c1, i)
+
+    def retype(c, i):
+        x = col(c, i)
+        return x[GO] * (ge - go) + x[TGO] * (tge - tgo)
+
+    inf = NEG_INF
+    D = [[inf] * (w2 + 1) for _ in range(w1 + 1)]
+    H = [[inf] * (w2 + 1) for _ in range(w1 + 1)]
+    V = [[inf] * (w2 + 1) for _ in range(w1 + 1)]
+    dirs = {}
+    D[0][0] = 0
+    for j in range(1, w2 + 1):
+        H[0][j] = n1 * res(c2, 1) * tgo if j == 1 else H[0][j - 1] + n1 * res(c2, j) * tge
+        dirs[0, j] = ("H", "H", "H")
+    H[0][w2] = inf
+    for i in range(1, w1 + 1):
+        if i < w1:
+            V[i][0] = max(D[i - 1][0], V[i - 1][0]) + n2 * res(c1, i) * (tgo if i == 1 else tge)
+        dirs[i, 0] = ("V", "V", "V")
+        for j in range(1, w2 + 1):
+            tt = t(i, j)
+            cand = [D[i - 1][j - 1], H[i - 1][j - 1] + res(c2, j) * retype(c1, i),
+                    V[i - 1][j - 1] + res(c1, i) * retype(c2, j)]
+            if cand[0] > cand[1] and cand[0] > cand[2]:
+                dd = "D"
+            elif cand[1] > cand[2] or (seqseq and cand[1] == cand[2]):
+                dd = "H"
+            else:
+                dd = "V"
+            D[i][j] = cand["DHV".index(dd)] + tt
+            three = (not seqseq) and i > 1 and j > 1
+            corr = res(c2, j) * start(c1, n1, i)
+            a, b = D[i][j - 1] + corr, H[i][j - 1] + res(c2, j) * cont(c1, n1, i)
+            cv = V[i][j - 1] + corr
+            if three:
+                hd = "D" if a > b and a > cv else ("V" if cv > b else "H")
+            else:
+                hd = "D" if a > b else "H"
+            H[i][j] = {"D": a, "H": b, "V": cv}[hd]
+            corr = res(c1, i) * start(c2, n2, j)
+            a, b = D[i - 1][j] + corr, V[i - 1][j] + res(c1, i) * cont(c2, n2, j)
+            ch = H[i - 1][j] + corr
+            if three:
+                vd = "D" if a > ch and a > b else ("H" if ch > b else "V")
+            else:
+                vd = "D" if a > b else "V"
+            V[i][j] = {"D": a, "H": ch, "V": b}[vd]
+            dirs[i, j] = (dd, hd, vd)
+    last = (D[w1][w2], H[w1][w2], V[w1][w2])
+    state = "D" if last[0] >= last[1] and last[0] >= last[2] else ("H" if last[1] > last[2] else "V")
+    best = last["DHV".index(state)]
+    i, j, path = w1, w2, []
+    while i > 0 or j > 0:
+        path.append(state)
+        nxt = dirs[i, j]["DHV".index(state)]
+        if state == "D":
+            i, j = i - 1, j - 1
+        elif state == "H":
+            j -= 1
+        else:
+            i -= 1
+        state = nxt
+    return best, "".join(path)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_dp_matches_plain_reference(seed):
+    rng = np.random.default_rng(seed)
+    seqseq = seed % 3 == 0
+    n1, n2 = (1, 1) if seqseq else (int(rng.integers(1, 5)), int(rng.integers(2, 5)))
+    c1, _, _ = random_profile(rng, n1, int(rng.integers(1, 8)))
+    c2, _, _ = random_profile(rng, n2, int(rng.integers(1, 8)))
+    path = np.empty(len(c1) + len(c2), dtype=np.uint8)
+    length, best = dp_path(c1, n1, c2, n2, MATRIX, G, seqseq, path)
+    ref_best, ref_path = reference_dp(c1, n1, c2, n2, MATRIX, G, seqseq)
+    assert best == ref_best
+    assert "".join("DHV"[s] for s in path[:length]) == ref_path
+
+
+# ---- incremental gap typing ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_incremental_gap_counts_match_recount(seed):
+    rng = np.random.default_rng(100 + seed)
+    na, nb = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    ca, gap_a, codes_a = random_profile(rng, na, int(rng.integers(1, 15)))
+    cb, gap_b, codes_b = random_profile(rng, nb, int(rng.integers(1, 15)))
+    counts = np.concatenate([ca, cb])
+    offsets = np.array([0, len(ca), len(ca) + len(cb)], dtype=np.int64)
+    maps, parent, poff = align_batch(counts, offsets, np.array([na, nb], dtype=np.int64), MATRIX, G)
+    w = int(poff[1])
+    rows = np.ones((na + nb, w), dtype=bool)
+    letters = np.full((na + nb, w), -1)
+    for gap, codes, sl, first in ((gap_a, codes_a, slice(0, len(ca)), 0), (gap_b, codes_b, slice(len(ca), None), na)):
+        m = maps[sl]
+        assert (np.diff(m) > 0).all()
+        rows[first : first + len(gap), m] = gap
+        letters[first : first + len(gap), m] = np.where(gap, -1, codes)
+    np.testing.assert_array_equal(parent[:, GO:], gap_counts_from_rows(rows))
+    for c in range(w):
+        np.testing.assert_array_equal(parent[c, :24], np.bincount(letters[:, c][letters[:, c] >= 0], minlength=24))
+
+
+def test_batch_equals_merges_one_by_one():
+    rng = np.random.default_rng(7)
+    profs = [random_profile(rng, int(rng.integers(1, 4)), int(rng.integers(1, 12))) for _ in range(8)]
+    sizes = np.array([int(p[1].shape[0]) for p in profs], dtype=np.int64)
+    counts = np.concatenate([p[0] for p in profs])
+    offsets = np.concatenate([[0], np.cumsum([len(p[0]) for p in profs])]).astype(np.int64)
+    maps, parents, poff = align_batch(counts, offsets, sizes, MATRIX, G)
+    for k in range(4):
+        sub = np.concatenate([profs[2 * k][0], profs[2 * k + 1][0]])
+        so = np.array([0, len(profs[2 * k][0]), len(sub)], dtype=np.int64)
+        m1, p1, _ = align_batch(sub, so, sizes[2 * k : 2 * k + 2], MATRIX, G)
+        np.testing.assert_array_equal(m1, maps[offsets[2 * k] : offsets[2 * k + 2]])
+        np.testing.assert_array_equal(p1, parents[poff[k] : poff[k + 1]])
+
+
+# ---- FAMSA agreement on real data --------------------------------------------------------------
+
+
+def _famsa_matrix():
+    path = SHARED / "data" / "matrices" / "PFASUM43_famsa_int.tsv"
+    rows = [line.rstrip("\n").split("\t") for line in path.open() if not line.startswith("#")]
+    return np.array([[int(x) for x in r[1:]] for r in rows[1:]], dtype=np.int64)
+
+
+def test_identical_to_famsa_with_its_tree_and_matrix():
+    pyfamsa = pytest.importorskip("pyfamsa")
+    fasta = SHARED / "datasets" / "balifam" / "balifam1000" / "in" / "PF00046.1000"
+    if not fasta.exists():
+        pytest.skip("shared data not present")
+    names, seqs = [], []
+    for block in fasta.read_text().split(">")[1:]:
+        head, *body = block.splitlines()
+        seq = "".join(body).upper()
+        if seq not in seqs:
+            names.append(head.split()[0])
+            seqs.append(seq)
+        if len(seqs) == 60:
+            break
+    aligner = pyfamsa.Aligner(refine=False, guide_tree="sl", threads=1, keep_duplicates=True)
+    items = [pyfamsa.Sequence(n.encode(), s.encode()) for n, s in zip(names, seqs)]
+    expected = {s.id.decode(): s.sequence.decode() for s in aligner.align(items)}
+    tree = aligner.build_tree(items)
+    n = len(tree.names)
+    by_name = dict(zip(names, seqs))
+    db = SeqDB.from_pairs([(nm.decode(), by_name[nm.decode()]) for nm in tree.names])
+    gt = GuideTree(n, np.array(list(tree)[n:], dtype=np.int64), np.arange(n - 1, dtype=float))
+    gaps = gap_costs(AlignParams(), n)
+    columns, width = progressive_align(db, gt, _famsa_matrix(), gaps, CpuBackend())
+    rows = gapped_rows(db, columns, width)
+    got = {db.names[i]: rows[i].tobytes().decode() for i in range(n)}
+    assert got == expected
