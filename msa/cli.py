@@ -30,6 +30,8 @@ _NEWICK_SUFFIXES = (".nwk", ".newick", ".tree", ".tre", ".dnd")
 Format = enum.Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
 DeviceChoice = enum.Enum("DeviceChoice", {d: d for d in ("auto", "cpu", "cuda")}, type=str)  # type: ignore[misc]
 TreeMethod = enum.Enum("TreeMethod", {m: m for m in _TREE_METHODS}, type=str)  # type: ignore[misc]
+DistanceChoice = enum.Enum("DistanceChoice", {d: d for d in ("lcs", "kmer")}, type=str)  # type: ignore[misc]
+LinkageChoice = enum.Enum("LinkageChoice", {d: d for d in ("single", "upgma")}, type=str)  # type: ignore[misc]
 
 app = typer.Typer(
     name="msa",
@@ -48,6 +50,13 @@ DeviceOpt = Annotated[
 ThreadsOpt = Annotated[int, typer.Option("--threads", "-t", min=0, help="CPU threads; 0 uses every core.")]
 PartsizeOpt = Annotated[
     int, typer.Option("--partsize", min=2, help="PartTree references per node (MAFFT's --partsize).")
+]
+DistanceOpt = Annotated[
+    DistanceChoice,
+    typer.Option("--distance", help="Distance of exact trees: lcs (FAMSA's) or kmer (MAFFT's 6-mer)."),
+]
+LinkageOpt = Annotated[
+    LinkageChoice, typer.Option("--linkage", help="Linkage of exact trees and PartTree's exact subtrees.")
 ]
 ExactOpt = Annotated[
     int,
@@ -87,6 +96,8 @@ def align(
     ] = None,
     partsize: PartsizeOpt = _D.partsize,
     exact_tree_max: ExactOpt = _D.exact_tree_max,
+    distance: DistanceOpt = DistanceChoice(_D.distance),
+    linkage: LinkageOpt = LinkageChoice(_D.linkage),
     matrix: Annotated[
         str, typer.Option("--matrix", "-m", help="Substitution matrix: PFASUM43, BLOSUM62, VTML200, PAM250, ...")
     ] = _D.matrix,
@@ -108,6 +119,8 @@ def align(
             terminal_gap=terminal_gap,
             partsize=partsize,
             exact_tree_max=exact_tree_max,
+            distance=distance.value,
+            linkage=linkage.value,
             keep_duplicates=keep_duplicates,
             seed=seed,
             threads=threads,
@@ -151,6 +164,8 @@ def tree(
     threads: ThreadsOpt = _D.threads,
     partsize: PartsizeOpt = _D.partsize,
     exact_tree_max: ExactOpt = _D.exact_tree_max,
+    distance: DistanceOpt = DistanceChoice(_D.distance),
+    linkage: LinkageOpt = LinkageChoice(_D.linkage),
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
     quiet: QuietOpt = _D.quiet,
@@ -161,6 +176,8 @@ def tree(
             guide_tree=method.value,
             partsize=partsize,
             exact_tree_max=exact_tree_max,
+            distance=distance.value,
+            linkage=linkage.value,
             keep_duplicates=keep_duplicates,
             seed=seed,
             threads=threads,

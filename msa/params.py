@@ -15,6 +15,7 @@ FIXED_POINT = 1000
 
 GuideTreeMethod = Literal["auto", "parttree", "upgma", "single"]
 TreeDistance = Literal["kmer", "lcs"]
+Linkage = Literal["single", "upgma"]
 Device = Literal["auto", "cpu", "cuda"]
 
 
@@ -34,8 +35,12 @@ class AlignParams:
     partsize: int = 50
     #: Groups up to this size get an exact tree from a full distance matrix.
     exact_tree_max: int = 4096
-    #: Distance of the exact trees: MAFFT's 6-mer distance or FAMSA's indel075_div_lcs.
-    distance: TreeDistance = "kmer"
+    #: Distance of the exact trees: FAMSA's indel075_div_lcs (more accurate on
+    #: BaliFam, see benchmarks/NOTES.md) or MAFFT's 6-mer distance.
+    distance: TreeDistance = "lcs"
+    #: Linkage of exact trees and of PartTree's exact subtrees; FAMSA's default is
+    #: single linkage, which beats UPGMA by about 2 SP points on BaliFam.
+    linkage: Linkage = "single"
     keep_duplicates: bool = False
     seed: int = 0
     threads: int = 0
@@ -53,6 +58,8 @@ class AlignParams:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
         if self.guide_tree not in ("auto", "parttree", "upgma", "single"):
             raise ValueError(f"unknown guide tree method {self.guide_tree!r}")
+        if self.linkage not in ("single", "upgma"):
+            raise ValueError(f"unknown linkage {self.linkage!r}")
         if self.distance not in ("kmer", "lcs"):
             raise ValueError(f"unknown distance {self.distance!r}")
         if self.device not in ("auto", "cpu", "cuda"):

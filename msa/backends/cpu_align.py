@@ -16,6 +16,9 @@ import numpy as np
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO
 
 NEG_INF = -(1 << 62)
+#: Candidate value of a transition FAMSA does not allow there; below any
+#: reachable score (NEG_INF plus penalties), so it never wins a comparison.
+EXCLUDED = -(1 << 63)
 _D, _H, _V = 0, 1, 2
 _ROW0 = _H | (_H << 2) | (_H << 4)  # border row: every state came from H
 _COL0 = _V | (_V << 2) | (_V << 4)  # border column: every state came from V
@@ -74,7 +77,9 @@ def dp_path(
     go, ge, tgo, tge = g[0], g[1], g[2], g[3]
     three_dirs = not seqseq
     # Per column of P2: score table S2 (anchor C4), residue count, V insertion costs.
-    s2 = np.empty((w2 + 1, _NRES), dtype=np.int64)
+    # s2 is stored residue-major so each DP row's column scores are one
+    # vectorizable sweep over j (see ``trow`` below).
+    s2 = np.empty((_NRES, w2 + 1), dtype=np.int64)
     r2 = np.zeros(w2 + 1, dtype=np.int64)
     v_start = np.zeros(w2 + 1, dtype=np.int64)
     v_cont = np.zeros(w2 + 1, dtype=np.int64)
@@ -83,14 +88,14 @@ def dp_path(
         col = c2[j - 1]
         gap_cost = col[GO] * go + col[GE] * ge + col[TGO] * tgo + col[TGE] * tge
         for a in range(_NRES):
-            s2[j, a] = gap_cost
+            s2[a, j] = gap_cost
         r = 0
         for b in range(_NRES):
             cb = col[b]
             if cb != 0:
                 r += cb
                 for a in range(_NRES):
-                    s2[j, a] += cb * m[b, a]
+                    s2[a, j] += cb * m[b, a]
         r2[j] = r
         o, e, to, te = _start_counts(c2, n2, j)
         v_start[j] = o * go + e * ge + to * tgo + te * tge
@@ -121,6 +126,7 @@ def dp_path(
 
     codes = np.empty(_NRES, dtype=np.int64)
     mult = np.empty(_NRES, dtype=np.int64)
+    trow = np.empty(stride, dtype=np.int64)
     for i in range(1, w1 + 1):
         col = c1[i - 1]
         nnz = 0
@@ -147,66 +153,47 @@ def dp_path(
             vc[0] = NEG_INF
         base = i * stride
         dirs[base] = _COL0
+        # Column scores of row i, t(i, j) = sum_k c1_i[k] * S2_j[k], as separate
+        # sweeps over j that the compiler vectorizes (the DP recurrence cannot be).
         for j in range(1, w2 + 1):
+            trow[j] = r2[j] * gap1
+        for k in range(nnz):
+            a = codes[k]
+            c = mult[k]
+            for j in range(1, w2 + 1):
+                trow[j] += c * s2[a, j]
+        three_row = three_dirs and i > 1
+        for j in range(1, w2 + 1):
+            # Branch-free form of FAMSA's choices: every state takes the maximum
+            # of its candidates, and the direction encodes FAMSA's tie order
+            # (D only when strictly best; then H or V as each state prefers).
+            # A transition that is not allowed gets EXCLUDED, which never wins.
             rj = r2[j]
-            t = rj * gap1
-            for k in range(nnz):
-                t += mult[k] * s2[j, codes[k]]
+            use3 = three_row and j > 1
             # D: column i of P1 against column j of P2.
             t_d = dp_[j - 1]
             t_h = hp[j - 1] + rj * retype1
             t_v = vp[j - 1] + r1 * retype2[j]
-            if t_d > t_h and t_d > t_v:
-                dc[j] = t_d + t
-                d_dir = _D
-            elif t_h > t_v or (seqseq and t_h == t_v):
-                dc[j] = t_h + t
-                d_dir = _H
-            else:
-                dc[j] = t_v + t
-                d_dir = _V
+            dc[j] = max(t_d, max(t_h, t_v)) + trow[j]
+            not_d = 1 - int(t_d > t_h and t_d > t_v)
+            prefer_h = int(t_h > t_v or (seqseq and t_h == t_v))
+            d_dir = not_d * (2 - prefer_h)
             # H: a gap column put into P1 after its column i, against column j of P2.
             corr = rj * h_start
             t_d = dc[j - 1] + corr
             t_h = hc[j - 1] + rj * h_cont
-            if three_dirs and i > 1 and j > 1:
-                t_v = vc[j - 1] + corr
-                if t_d > t_h and t_d > t_v:
-                    hc[j] = t_d
-                    h_dir = _D
-                elif t_v > t_h:
-                    hc[j] = t_v
-                    h_dir = _V
-                else:
-                    hc[j] = t_h
-                    h_dir = _H
-            elif t_d > t_h:
-                hc[j] = t_d
-                h_dir = _D
-            else:
-                hc[j] = t_h
-                h_dir = _H
+            t_v = vc[j - 1] + corr if use3 else EXCLUDED
+            hc[j] = max(t_d, max(t_h, t_v))
+            not_d = 1 - int(t_d > t_h and t_d > t_v)
+            h_dir = not_d * (1 + int(t_v > t_h))
             # V: a gap column put into P2 after its column j, against column i of P1.
             corr = r1 * v_start[j]
             t_d = dp_[j] + corr
             t_v = vp[j] + r1 * v_cont[j]
-            if three_dirs and i > 1 and j > 1:
-                t_h = hp[j] + corr
-                if t_d > t_h and t_d > t_v:
-                    vc[j] = t_d
-                    v_dir = _D
-                elif t_h > t_v:
-                    vc[j] = t_h
-                    v_dir = _H
-                else:
-                    vc[j] = t_v
-                    v_dir = _V
-            elif t_d > t_v:
-                vc[j] = t_d
-                v_dir = _D
-            else:
-                vc[j] = t_v
-                v_dir = _V
+            t_h = hp[j] + corr if use3 else EXCLUDED
+            vc[j] = max(t_d, max(t_h, t_v))
+            not_d = 1 - int(t_d > t_h and t_d > t_v)
+            v_dir = not_d * (2 - int(t_h > t_v))
             dirs[base + j] = d_dir | (h_dir << 2) | (v_dir << 4)
         dp_, dc = dc, dp_
         hp, hc = hc, hp

@@ -16,10 +16,10 @@ import cupy as cp
 import numpy as np
 
 from msa import kernels
-from msa.alphabet import GROUP6
+from msa.alphabet import GROUP6, N_CODES
 from msa.backends.cpu import CpuBackend
 from msa.kmers import MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerTables, build_kmer_tables
-from msa.profile import AlignBatch, AlignResult
+from msa.profile import N_COUNTS, AlignBatch, AlignResult
 
 #: Members (threads) per nearest_reference block; one block fills an SM's shared memory.
 NEAREST_THREADS = 1024
@@ -33,6 +33,13 @@ MEMORY_FRACTION = 0.5
 #: Device bytes per residue while building struct arrays (codes, groups, keys, sort scratch).
 BUILD_BYTES_PER_RESIDUE = 48
 MAX_COUNT = 0xFFFF
+#: Most threads (columns of P2) per dp_fill block; shared memory is DP_SHARED_PER_THREAD bytes a thread.
+DP_MAX_THREADS = 256
+DP_SHARED_PER_THREAD = 8 * (24 + 6)
+#: int64 fields of a merge record (kernels/profile_align.cu, I_*).
+N_INFO = 11
+#: Device bytes per input column of a piece (counts, column terms, map).
+ALIGN_BYTES_PER_COLUMN = 112 + 5 * 8 + 24 * 8 + 4 + 24 + 24 * 4 + 8
 
 
 class DeviceKmerTables(KmerTables):
@@ -75,7 +82,7 @@ class DeviceKmerTables(KmerTables):
 
 
 class CudaBackend:
-    """Runs the guide-tree stage on one GPU; other stages use the CPU until they get kernels."""
+    """Runs the guide-tree stage and the progressive merges on one GPU; the LCS matrices stay on the CPU."""
 
     name = "cuda"
 
@@ -90,11 +97,91 @@ class CudaBackend:
         self._nearest.max_dynamic_shared_size_bytes = NEAREST_SHARED
         self._matrix = module.get_function("kmer_distance_matrix")
         self._matrix.max_dynamic_shared_size_bytes = MATRIX_SHARED
+        align = kernels.load("profile_align", (), device)
+        self._column_setup = align.get_function("column_setup")
+        self._dp_fill = align.get_function("dp_fill")
+        self._dp_fill.max_dynamic_shared_size_bytes = DP_MAX_THREADS * DP_SHARED_PER_THREAD
+        self._traceback = align.get_function("traceback")
+        self._build_parent = align.get_function("build_parent")
 
-    # ---- progressive stage: the place for kernels/profile_align.cu
+    # ---- progressive stage
     def profile_align(self, batch: AlignBatch) -> AlignResult:
-        """Align every merge of a level batch (on the CPU until the DP kernel exists)."""
-        return self._cpu.profile_align(batch)
+        """Align every merge of a level batch on the GPU (kernels/profile_align.cu; equal to the CPU's).
+
+        Merges are cut into pieces that fit the free device memory; each piece
+        uploads its profiles once and brings back only maps and parent counts.
+        """
+        off = np.ascontiguousarray(batch.col_offsets, dtype=np.int64)
+        n_merges = batch.n_merges
+        maps = np.empty(off[-1], dtype=np.int64)
+        parents: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        w = np.diff(off)
+        wa, wb = w[0::2], w[1::2]
+        cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112 + 32) + (wa + 8) * (wb + 8) + 64
+        with cp.cuda.Device(self.device):
+            d_m = cp.asarray(batch.matrix, dtype=cp.int64)
+            d_g = cp.asarray(batch.gaps, dtype=cp.int64)
+
+            def piece(lo: int, hi: int) -> None:
+                a, b = off[2 * lo], off[2 * hi]
+                piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, d_m, d_g)
+                maps[a:b] = piece_maps
+                parents.append(piece_parents)
+                lengths.append(piece_lengths)
+
+            if n_merges:
+                _run_in_pieces(cost, piece)
+        counts = np.concatenate(parents) if parents else np.zeros((0, N_COUNTS), dtype=np.int32)
+        parent_off = np.zeros(n_merges + 1, dtype=np.int64)
+        if lengths:
+            np.cumsum(np.concatenate(lengths), out=parent_off[1:])
+        return AlignResult(maps, counts, parent_off)
+
+    def _align_piece(
+        self, batch: AlignBatch, lo: int, hi: int, d_m: cp.ndarray, d_g: cp.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths)."""
+        off = batch.col_offsets
+        a, b = int(off[2 * lo]), int(off[2 * hi])
+        n, n_cols = hi - lo, b - a
+        col_off = np.ascontiguousarray(off[2 * lo : 2 * hi + 1] - a, dtype=np.int64)
+        n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
+        counts = cp.asarray(np.ascontiguousarray(batch.counts[a:b], dtype=np.int32))
+        d_col_off = cp.asarray(col_off)
+        terms = [cp.empty(n_cols, dtype=cp.int64) for _ in range(5)]  # gapc, res, start, cont, retype
+        s2 = cp.empty((n_cols, N_CODES), dtype=cp.int64)
+        nnz = cp.empty(n_cols, dtype=cp.int32)
+        codes = cp.empty((n_cols, N_CODES), dtype=cp.uint8)
+        mult = cp.empty((n_cols, N_CODES), dtype=cp.int32)
+        self._column_setup(
+            ((n_cols + 127) // 128,), (128,),
+            (counts, np.int64(n_cols), d_col_off, np.int64(2 * n), cp.asarray(n_seqs), d_m, d_g,
+             *terms, s2, nnz, codes, mult),
+        )
+        info, t, sizes = _merge_records(counts, d_col_off, col_off, n_seqs)
+        d_info = cp.asarray(info)
+        rows = [cp.empty(max(sizes["rows"], 1), dtype=cp.int64) for _ in range(3)]
+        h0 = cp.empty(max(sizes["cols"], 1), dtype=cp.int64)
+        dirs = cp.empty(max(sizes["dirs"] // 8, 1), dtype=cp.uint64)
+        final3 = cp.empty(3 * n, dtype=cp.int64)
+        self._dp_fill(
+            (n,), (t,),
+            (d_info, d_g, *terms, s2, nnz, codes, mult, *rows, h0, dirs, final3),
+            shared_mem=t * DP_SHARED_PER_THREAD,
+        )
+        del s2, codes, mult, rows, h0, terms
+        paths = cp.empty(max(n_cols, 1), dtype=cp.uint8)
+        lengths = cp.empty(n, dtype=cp.int64)
+        grid = ((n + 127) // 128,)
+        self._traceback(grid, (128,), (d_info, np.int64(n), dirs, final3, paths, lengths))
+        del dirs
+        parent_off = cp.zeros(n + 1, dtype=cp.int64)
+        cp.cumsum(lengths, out=parent_off[1:])
+        parents = cp.zeros((int(parent_off[-1]), N_COUNTS), dtype=cp.int32)
+        maps = cp.empty(n_cols, dtype=cp.int64)
+        self._build_parent(grid, (128,), (d_info, np.int64(n), counts, paths, lengths, parent_off, maps, parents))
+        return maps.get(), parents.get(), lengths.get()
 
     # ---- guide-tree stage
     def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray) -> DeviceKmerTables:
@@ -313,6 +400,41 @@ def _interleave(n, run_seq, run_code, run_count, windows, lengths: np.ndarray) -
     return DeviceKmerTables(
         lengths, windows.get(), n_distinct.get(), slot.get(), start.get(), section_off.get(), kcodes, kcounts
     )
+
+
+def _merge_records(
+    counts: cp.ndarray, d_col_off: cp.ndarray, col_off: np.ndarray, n_seqs: np.ndarray
+) -> tuple[np.ndarray, int, dict[str, int]]:
+    """Per-merge records for the DP kernels, the dp_fill block size, and the scratch sizes.
+
+    Which profile plays P1 is FAMSA's rule (``cpu_align._first_is_p1``), from
+    the nonzero cells of every profile counted on the device.
+    """
+    per_col = (counts != 0).sum(axis=1) + (counts[:, N_CODES:].sum(axis=1) != 0)
+    cum = cp.zeros(len(per_col) + 1, dtype=cp.int64)
+    cp.cumsum(per_col, out=cum[1:])
+    nonzero = (cum[d_col_off[1:]] - cum[d_col_off[:-1]]).get()
+    w = np.diff(col_off)
+    wa, wb, na, nb = w[0::2], w[1::2], n_seqs[0::2], n_seqs[1::2]
+    za, zb = nonzero[0::2], nonzero[1::2]
+    first = (na == 1) | ((nb != 1) & (za * wb < zb * wa))
+    w1, w2 = np.where(first, wa, wb), np.where(first, wb, wa)
+    r1 = (w1 + 7) // 8 * 8
+    info = np.empty((len(wa), N_INFO), dtype=np.int64)
+    info[:, 0] = np.where(first, col_off[0:-1:2], col_off[1::2])
+    info[:, 1] = w1
+    info[:, 2] = np.where(first, na, nb)
+    info[:, 3] = np.where(first, col_off[1::2], col_off[0:-1:2])
+    info[:, 4] = w2
+    info[:, 5] = np.where(first, nb, na)
+    info[:, 6] = (na == 1) & (nb == 1)
+    sizes = {}
+    for field, name, size in ((7, "dirs", w2 * r1), (8, "rows", w1 + 1), (9, "cols", w2 + 1), (10, "path", w1 + w2)):
+        ends = np.cumsum(size)
+        info[:, field] = ends - size
+        sizes[name] = int(ends[-1])
+    threads = int(min(DP_MAX_THREADS, max(32, -(-int(w2.max()) // 32) * 32)))
+    return info, threads, sizes
 
 
 def _free_bytes() -> int:

@@ -9,17 +9,15 @@ from msa.tree.guide_tree import GuideTree
 from msa.tree.linkage import ExactMethod, batch_linkage, finalize, graft
 from msa.tree.parttree import group_distances, parttree
 
-#: Linkage of the exact subtrees under PartTree (``auto`` and ``parttree``).
-EXACT_SUBTREE_METHOD: ExactMethod = "upgma"
-
 
 def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
     """The guide tree of ``db`` by ``params.guide_tree``; deterministic for a given seed.
 
     ``upgma``/``single`` build an exact tree from the full distance matrix
     (refused past ``exact_tree_max`` sequences, where the matrix would not fit);
-    ``parttree`` always splits the root; ``auto`` is exact UPGMA up to
-    ``exact_tree_max`` sequences and PartTree above.
+    ``parttree`` always splits the root; ``auto`` is an exact tree (linkage
+    ``params.linkage``) up to ``exact_tree_max`` sequences and PartTree above,
+    whose exact subtrees use the same linkage.
 
     Example:
         >>> from msa.backends.cpu import CpuBackend
@@ -32,12 +30,11 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
         raise ValueError("no sequences to build a guide tree from")
     method = params.guide_tree
     if method == "auto":
-        method = "upgma" if n <= params.exact_tree_max else "parttree"
+        method = params.linkage if n <= params.exact_tree_max else "parttree"
     needs_kmers = method == "parttree" or params.distance == "kmer"
     tables = backend.kmer_tables(db.codes, db.offsets) if needs_kmers else None
     if method == "parttree":
-        exact = "single" if params.guide_tree == "single" else EXACT_SUBTREE_METHOD
-        return parttree(db, tables, params, backend, exact)
+        return parttree(db, tables, params, backend, params.linkage)
     if n > params.exact_tree_max:
         raise ValueError(
             f"guide_tree={method!r} needs the full distance matrix of {n} sequences, more than "
