@@ -8,13 +8,14 @@
 //                chunk of blockDim.x columns and walks the rows of P1; thread t is one
 //                row behind thread t-1 (anti-diagonal wavefront, one barrier per step).
 //                The left neighbour's (D, H, V) of this row comes through shared memory
-//                (double-buffered by step parity); the diagonal is the neighbour's
+//                (double-buffered by step parity); the next row's terms are loaded a step
+//                ahead; the diagonal is the neighbour's
 //                previous row, kept in registers; the chunk's last column is kept per
 //                row in global memory for the next chunk. Direction bytes
 //                (d | h << 2 | v << 4, as the CPU) go to global memory column-major,
 //                eight rows per 64-bit store.
 //  traceback     one thread per merge walks the directions (the CPU's traceback).
-//  build_parent  one thread per merge: column maps and parent counts (ConstructProfile).
+//  build_parent  one warp per merge: column maps and parent counts (ConstructProfile).
 // Scores are int64 with -inf = -2**62, the same formulas and comparison order as
 // dp_path, so ties resolve identically.
 
@@ -167,6 +168,14 @@ extern "C" __global__ void dp_fill(
         }
         __syncthreads();
         unsigned long long pack = 0;
+        // Row terms of the thread's next row, loaded a step ahead to hide their latency.
+        long long n_r1 = 0, n_gap1 = 0, n_hst = 0, n_hct = 0, n_rt1 = 0;
+        int n_nz = 0;
+        if (on) {
+            const long long ci = off1;
+            n_r1 = res[ci]; n_gap1 = gapc[ci]; n_hst = start[ci]; n_hct = cont[ci]; n_rt1 = retype[ci];
+            n_nz = nnz[ci];
+        }
         const long long steps = w1 + active - 1;
         for (long long s = 0; s < steps; ++s) {
             const long long i = s - t + 1;
@@ -179,9 +188,13 @@ extern "C" __global__ void dp_fill(
                     lD = xD[prv * T + t - 1]; lH = xH[prv * T + t - 1]; lV = xV[prv * T + t - 1];
                 }
                 const long long ci = off1 + i - 1;
-                const long long r1 = res[ci], gap1 = gapc[ci], hst = start[ci], hct = cont[ci], rt1 = retype[ci];
+                const long long r1 = n_r1, gap1 = n_gap1, hst = n_hst, hct = n_hct, rt1 = n_rt1;
+                const int nz = n_nz;
+                if (i < w1) {
+                    n_r1 = res[ci + 1]; n_gap1 = gapc[ci + 1]; n_hst = start[ci + 1]; n_hct = cont[ci + 1];
+                    n_rt1 = retype[ci + 1]; n_nz = nnz[ci + 1];
+                }
                 long long sc = r2 * gap1;
-                const int nz = nnz[ci];
                 for (int k = 0; k < nz; ++k)
                     sc += (long long)mult[ci * NRES + k] * s2s[(int)codes[ci * NRES + k] * T + t];
                 long long dc, hc, vc;
@@ -262,12 +275,18 @@ extern "C" __global__ void traceback(
     lengths[q] = k;
 }
 
-__device__ __forceinline__ void add_column(int* out, const int* c, long long shift, long long tshift) {
-    for (int k = 0; k < NCNT; ++k) out[k] += c[k];
-    out[C_GO] -= (int)shift;
-    out[C_GE] += (int)shift;
-    out[C_TGO] -= (int)tshift;
-    out[C_TGE] += (int)tshift;
+// Field k of a child column after re-typing opens that now continue a run (_add_column).
+__device__ __forceinline__ long long column_field(const int* c, int k, long long shift, long long tshift) {
+    long long v = c[k];
+    if (k == C_GO) v -= shift;
+    if (k == C_GE) v += shift;
+    if (k == C_TGO) v -= tshift;
+    if (k == C_TGE) v += tshift;
+    return v;
+}
+
+__device__ __forceinline__ long long gap_field(int k, long long o, long long e, long long to, long long te) {
+    return k == C_GO ? o : k == C_GE ? e : k == C_TGO ? to : k == C_TGE ? te : 0;
 }
 
 __device__ __forceinline__ void start_counts(const int* c, long long w, long long n, long long i,
@@ -283,12 +302,14 @@ __device__ __forceinline__ void start_counts(const int* c, long long w, long lon
     o = n - e - to - te;
 }
 
-// One thread per merge: cpu_align.build_parent (maps are parent columns local to the merge).
+// One warp per merge: cpu_align.build_parent. Every lane runs the walk (scalar bookkeeping);
+// lane k < 28 writes field k of each parent column, so a column is one coalesced store.
 extern "C" __global__ void build_parent(
     const long long* __restrict__ info, long long n_merges, const int* __restrict__ counts,
     const unsigned char* __restrict__ paths, const long long* __restrict__ lengths,
     const long long* __restrict__ parent_off, long long* maps, int* parents) {
-    const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long q = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    const int k = threadIdx.x & 31;
     if (q >= n_merges) return;
     const long long* in = info + q * N_INFO;
     const long long w1 = in[I_W1], n1 = in[I_N1], w2 = in[I_W2], n2 = in[I_N2];
@@ -304,14 +325,12 @@ extern "C" __global__ void build_parent(
     long long l1o = 0, l1e = 0, l1to = 0, l1te = 0, l2o = 0, l2e = 0, l2to = 0, l2te = 0;
     for (long long p = 0; p < length; ++p) {
         const int state = path[length - 1 - p];
-        int* o_ = out + p * NCNT;
-        long long o, e, to, te;
+        long long o, e, to, te, v = 0;
         if (state == S_D) {
-            add_column(o_, c1 + i * NCNT, shift1, tshift1);
-            add_column(o_, c2 + j * NCNT, shift2, tshift2);
+            if (k < NCNT)
+                v = column_field(c1 + i * NCNT, k, shift1, tshift1) + column_field(c2 + j * NCNT, k, shift2, tshift2);
             shift1 = tshift1 = shift2 = tshift2 = 0;
-            maps[off1 + i] = p;
-            maps[off2 + j] = p;
+            if (k == 0) { maps[off1 + i] = p; maps[off2 + j] = p; }
             ++i; ++j;
         } else if (state == S_H) {
             if (prev == S_H) {
@@ -325,10 +344,9 @@ extern "C" __global__ void build_parent(
                 if (i < w1) { tshift1 = to; shift1 += c1[i * NCNT + C_GO]; }
             }
             l1o = o; l1e = e; l1to = to; l1te = te;
-            o_[C_GO] += (int)o; o_[C_GE] += (int)e; o_[C_TGO] += (int)to; o_[C_TGE] += (int)te;
-            add_column(o_, c2 + j * NCNT, shift2, tshift2);
+            if (k < NCNT) v = gap_field(k, o, e, to, te) + column_field(c2 + j * NCNT, k, shift2, tshift2);
             shift2 = tshift2 = 0;
-            maps[off2 + j] = p;
+            if (k == 0) maps[off2 + j] = p;
             ++j;
         } else {
             if (prev == S_V) {
@@ -342,12 +360,12 @@ extern "C" __global__ void build_parent(
                 if (j < w2) { tshift2 = to; shift2 += c2[j * NCNT + C_GO]; }
             }
             l2o = o; l2e = e; l2to = to; l2te = te;
-            add_column(o_, c1 + i * NCNT, shift1, tshift1);
+            if (k < NCNT) v = column_field(c1 + i * NCNT, k, shift1, tshift1) + gap_field(k, o, e, to, te);
             shift1 = tshift1 = 0;
-            o_[C_GO] += (int)o; o_[C_GE] += (int)e; o_[C_TGO] += (int)to; o_[C_TGE] += (int)te;
-            maps[off1 + i] = p;
+            if (k == 0) maps[off1 + i] = p;
             ++i;
         }
+        if (k < NCNT) out[p * NCNT + k] = (int)v;
         prev = state;
     }
 }

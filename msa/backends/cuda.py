@@ -34,7 +34,9 @@ MEMORY_FRACTION = 0.5
 BUILD_BYTES_PER_RESIDUE = 48
 MAX_COUNT = 0xFFFF
 #: Most threads (columns of P2) per dp_fill block; shared memory is DP_SHARED_PER_THREAD bytes a thread.
-DP_MAX_THREADS = 256
+#: Wide blocks only for batches with fewer merges than SMs (the long merges near the root).
+DP_THREADS = 256
+DP_MAX_THREADS = 512
 DP_SHARED_PER_THREAD = 8 * (24 + 6)
 #: int64 fields of a merge record (kernels/profile_align.cu, I_*).
 N_INFO = 11
@@ -86,8 +88,11 @@ class CudaBackend:
 
     name = "cuda"
 
-    def __init__(self, device: int = 0) -> None:
+    def __init__(self, device: int = 0, memory_limit: int | None = None) -> None:
+        """``memory_limit``: most device bytes one piece of guide-tree work may plan to use
+        (default: MEMORY_FRACTION of the free memory); tests lower it to force the splitting."""
         self.device = device
+        self.memory_limit = memory_limit
         self._cpu = CpuBackend()
         with cp.cuda.Device(device) as dev:
             self.n_sm = int(dev.attributes["MultiProcessorCount"])
@@ -159,7 +164,8 @@ class CudaBackend:
             (counts, np.int64(n_cols), d_col_off, np.int64(2 * n), cp.asarray(n_seqs), d_m, d_g,
              *terms, s2, nnz, codes, mult),
         )
-        info, t, sizes = _merge_records(counts, d_col_off, col_off, n_seqs)
+        widest = DP_THREADS if n >= self.n_sm else DP_MAX_THREADS
+        info, t, sizes = _merge_records(counts, d_col_off, col_off, n_seqs, widest)
         d_info = cp.asarray(info)
         rows = [cp.empty(max(sizes["rows"], 1), dtype=cp.int64) for _ in range(3)]
         h0 = cp.empty(max(sizes["cols"], 1), dtype=cp.int64)
@@ -178,9 +184,11 @@ class CudaBackend:
         del dirs
         parent_off = cp.zeros(n + 1, dtype=cp.int64)
         cp.cumsum(lengths, out=parent_off[1:])
-        parents = cp.zeros((int(parent_off[-1]), N_COUNTS), dtype=cp.int32)
+        parents = cp.empty((int(parent_off[-1]), N_COUNTS), dtype=cp.int32)
         maps = cp.empty(n_cols, dtype=cp.int64)
-        self._build_parent(grid, (128,), (d_info, np.int64(n), counts, paths, lengths, parent_off, maps, parents))
+        self._build_parent(
+            ((n + 3) // 4,), (128,), (d_info, np.int64(n), counts, paths, lengths, parent_off, maps, parents)
+        )
         return maps.get(), parents.get(), lengths.get()
 
     # ---- guide-tree stage
@@ -198,7 +206,7 @@ class CudaBackend:
             parts.append(_sorted_runs(codes[a:b], offsets[lo : hi + 1] - a, lo))
 
         with cp.cuda.Device(self.device):
-            _run_in_pieces(np.diff(offsets) * BUILD_BYTES_PER_RESIDUE + 64, build)
+            _run_in_pieces(np.diff(offsets) * BUILD_BYTES_PER_RESIDUE + 64, build, self.memory_limit)
             run_seq, run_code, run_count, windows = (cp.concatenate(p) for p in zip(*parts))
             return _interleave(n, run_seq, run_code, run_count, windows, np.diff(offsets))
 
@@ -229,7 +237,7 @@ class CudaBackend:
                     t, d_refs, d_ref_off, member_ids[lo:hi], member_node[lo:hi], cap
                 )
 
-            _run_in_pieces(4.5 * tables.n_distinct[member_ids] + 160, piece)
+            _run_in_pieces(4.5 * tables.n_distinct[member_ids] + 160, piece, self.memory_limit)
         return best, best_d
 
     def kmer_distance_matrix(
@@ -256,7 +264,7 @@ class CudaBackend:
                 )
 
             cost = 8 * pairs + 4.5 * (nd_cum[group_off[1:]] - nd_cum[group_off[:-1]]) + 40 * sizes
-            _run_in_pieces(cost, piece)
+            _run_in_pieces(cost, piece, self.memory_limit)
         return out, out_off
 
     def lcs_distance_matrix(
@@ -403,7 +411,7 @@ def _interleave(n, run_seq, run_code, run_count, windows, lengths: np.ndarray) -
 
 
 def _merge_records(
-    counts: cp.ndarray, d_col_off: cp.ndarray, col_off: np.ndarray, n_seqs: np.ndarray
+    counts: cp.ndarray, d_col_off: cp.ndarray, col_off: np.ndarray, n_seqs: np.ndarray, max_threads: int
 ) -> tuple[np.ndarray, int, dict[str, int]]:
     """Per-merge records for the DP kernels, the dp_fill block size, and the scratch sizes.
 
@@ -433,7 +441,7 @@ def _merge_records(
         ends = np.cumsum(size)
         info[:, field] = ends - size
         sizes[name] = int(ends[-1])
-    threads = int(min(DP_MAX_THREADS, max(32, -(-int(w2.max()) // 32) * 32)))
+    threads = int(min(max_threads, max(32, -(-int(w2.max()) // 32) * 32)))
     return info, threads, sizes
 
 
@@ -442,13 +450,17 @@ def _free_bytes() -> int:
     return int(free) + int(cp.get_default_memory_pool().free_bytes())
 
 
-def _run_in_pieces(cost: np.ndarray, run: Callable[[int, int], None]) -> None:
+def _run_in_pieces(cost: np.ndarray, run: Callable[[int, int], None], limit: int | None = None) -> None:
     """Call ``run(lo, hi)`` over units ``[0, len(cost))`` in pieces whose cost (bytes) fits the free memory.
 
-    A piece that still runs out of device memory is halved and tried again.
+    The budget is MEMORY_FRACTION of the free memory, or ``limit`` bytes if
+    that is lower. A piece that still runs out of device memory is halved and
+    tried again.
     """
     cum = np.concatenate(([0.0], np.cumsum(cost, dtype=np.float64)))
     budget = _free_bytes() * MEMORY_FRACTION
+    if limit is not None:
+        budget = min(budget, limit)
     lo, n = 0, len(cost)
     while lo < n:
         hi = min(n, max(lo + 1, int(np.searchsorted(cum, cum[lo] + budget, side="right")) - 1))

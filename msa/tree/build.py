@@ -23,7 +23,7 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
         >>> from msa.backends.cpu import CpuBackend
         >>> db = SeqDB.from_pairs([("a", "MKVLAAGIVG"), ("b", "MKVLAAGIVA"), ("c", "WWWWCCCCHH")])
         >>> build_guide_tree(db, AlignParams(), CpuBackend()).children.tolist()
-        [[0, 1], [3, 2]]
+        [[0, 1], [2, 3]]
     """
     n = len(db)
     if n == 0:

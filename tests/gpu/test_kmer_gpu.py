@@ -138,3 +138,102 @@ def test_guide_tree_equal(cuda_backend, exact_tree_max):
     got = build_guide_tree(db, params, cuda_backend)
     np.testing.assert_array_equal(got.children, want.children)
     np.testing.assert_array_equal(got.heights, want.heights)
+
+
+# ---- work cut into pieces: a low memory limit, and out-of-memory halving
+
+#: Bytes a piece may plan to use in the limited backend: tens of pieces on the "mixed" shape.
+LOW_LIMIT = 1 << 16
+#: Groups of the split kmer_distance_matrix runs (each ~14 kB of planned memory).
+MATRIX_SIZES = [60] * 40 + [1, 0, 3]
+
+
+def _record(monkeypatch, owner, name: str, size_of, fail_first: bool = False) -> list[int]:
+    """Sizes (units) of every call of ``owner.name``; with ``fail_first`` the first call
+    runs out of device memory at its first real CuPy allocation."""
+    import cupy as cp
+
+    sizes: list[int] = []
+    original = getattr(owner, name)
+    pool = cp.get_default_memory_pool()
+
+    def oom(size: int):
+        raise cp.cuda.memory.OutOfMemoryError(size, pool.total_bytes())
+
+    def recorded(*args, **kwargs):
+        sizes.append(size_of(args))
+        if fail_first and len(sizes) == 1:
+            cp.cuda.set_allocator(oom)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            cp.cuda.set_allocator(pool.malloc)
+
+    monkeypatch.setattr(owner, name, recorded)
+    return sizes
+
+
+def _split_calls_equal_cpu(monkeypatch, backend, fail_first: bool) -> dict[str, list[int]]:
+    """Tables, nearest references and matrices of the "mixed" shape through ``backend``,
+    checked equal to the CPU; returns the units of every piece each one ran."""
+    from msa.backends import cuda
+
+    res, off = SHAPES["mixed"]()
+    codes = encode(res)
+    n = len(off) - 1
+    pieces = {
+        "tables": _record(monkeypatch, cuda, "_sorted_runs", lambda a: len(a[1]) - 1, fail_first),
+        "nearest": _record(monkeypatch, backend, "_nearest_piece", lambda a: len(a[3]), fail_first),
+        "matrix": _record(monkeypatch, backend, "_matrix_piece", lambda a: len(a[2]) - 1, fail_first),
+    }
+    cpu, gpu = build_kmer_tables(codes, off), backend.kmer_tables(codes, off)
+    for field in ("lengths", "self_scores", "n_distinct", "slot", "start", "section_off", "kcodes", "kcounts"):
+        np.testing.assert_array_equal(getattr(gpu, field), getattr(cpu, field), err_msg=field)
+    rng = np.random.default_rng(9)
+    ref_ids, ref_off, members, member_node = _nodes(rng, n, 7, 50)
+    want = CPU.nearest_reference(cpu, ref_ids, ref_off, members, member_node)
+    got = backend.nearest_reference(gpu, ref_ids, ref_off, members, member_node)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    sizes = np.array(MATRIX_SIZES)
+    ids = rng.integers(0, n, int(sizes.sum()))
+    group_off = np.concatenate(([0], np.cumsum(sizes)))
+    want_m, want_off = CPU.kmer_distance_matrix(cpu, ids, group_off)
+    got_m, got_off = backend.kmer_distance_matrix(gpu, ids, group_off)
+    np.testing.assert_array_equal(got_off, want_off)
+    np.testing.assert_array_equal(got_m, want_m)
+    assert sum(pieces["tables"]) == n + (pieces["tables"][0] if fail_first else 0)
+    assert sum(pieces["nearest"]) == n + (pieces["nearest"][0] if fail_first else 0)
+    assert sum(pieces["matrix"]) == len(sizes) + (pieces["matrix"][0] if fail_first else 0)
+    return pieces
+
+
+def test_pieces_under_a_memory_limit(monkeypatch):
+    """A low memory_limit cuts every guide-tree call into many pieces; results stay the CPU's."""
+    from msa.backends.cuda import CudaBackend
+
+    pieces = _split_calls_equal_cpu(monkeypatch, CudaBackend(memory_limit=LOW_LIMIT), fail_first=False)
+    for name, sizes in pieces.items():
+        assert len(sizes) > 3, name
+
+
+def test_out_of_memory_halves_the_piece(monkeypatch, cuda_backend):
+    """A piece whose allocation fails is halved and retried; results stay the CPU's."""
+    pieces = _split_calls_equal_cpu(monkeypatch, cuda_backend, fail_first=True)
+    for name, sizes in pieces.items():
+        assert len(sizes) >= 3, name  # the failed whole, then at least two halves
+        assert max(sizes[1:]) < sizes[0], name
+
+
+def test_guide_tree_under_a_memory_limit():
+    """The whole PartTree driver through many small pieces builds the CPU's tree."""
+    from msa.backends.cuda import CudaBackend
+
+    res, off = concat(family(6000, 115, 60, 0.2, 11), repeats())
+    names = [f"s{i}" for i in range(len(off) - 1)]
+    db = SeqDB.from_arrays(names, names, res, off)
+    params = AlignParams(guide_tree="parttree", exact_tree_max=200, seed=5)
+    want = build_guide_tree(db, params, CPU)
+    got = build_guide_tree(db, params, CudaBackend(memory_limit=LOW_LIMIT))
+    np.testing.assert_array_equal(got.children, want.children)
+    np.testing.assert_array_equal(got.heights, want.heights)
