@@ -9,7 +9,14 @@ Three level-batch shapes, each checked against the CPU oracle once, then timed:
 * ``seq``: many sequence-sequence merges (the leaves' level), lengths ~300;
 * ``profile``: many profile-profile merges (profiles of 16 related sequences);
 * ``root``: two long profile-profile merges (widths in the thousands), the
-  levels near the root where one block per merge leaves most SMs idle.
+  levels near the root where one block per merge leaves most SMs idle;
+* ``single``: one sequence (~300) against a profile of 16 (~1000 columns), the one
+  merge of each of the thousands of levels of a caterpillar (single-linkage) subtree:
+  single-merge latency;
+* ``tiny``: one merge of two 8-residue sequences: the fixed cost of a level.
+
+``MSA`` on ``PYTHONPATH`` decides which msa is measured (the script appends the
+checkout last), so the same script times an older copy of the package too.
 
 GCUPS = DP cells (sum of W1 * W2) / seconds, for ``profile_align`` end to end
 (upload, setup, fill, traceback, parent build, download) and for the fill
@@ -27,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.append(str(REPO))  # after PYTHONPATH: another copy of msa may be measured
 sys.path.insert(0, str(REPO / "tests" / "gpu"))
 
 from msa.backends.cpu import CpuBackend  # noqa: E402
@@ -51,13 +58,21 @@ class Timed:
         self.fn, self.events = fn, []
 
     def __call__(self, *args, **kwargs):
-        import cupy as cp
+        self.wrap(self.fn)(*args, **kwargs)
 
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        self.fn(*args, **kwargs)
-        stop.record()
-        self.events.append((start, stop))
+    def wrap(self, fn):
+        """``fn`` with its launches added to this timer."""
+
+        def timed(*args, **kwargs):
+            import cupy as cp
+
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            fn(*args, **kwargs)
+            stop.record()
+            self.events.append((start, stop))
+
+        return timed
 
     def seconds(self) -> float:
         import cupy as cp
@@ -70,9 +85,35 @@ class Timed:
         return total
 
 
+def single(rng, length: int, n_seqs: int, width: int) -> AlignBatch:
+    """One merge: a sequence against a profile of ``n_seqs`` (a caterpillar level)."""
+    seq = profile(rng, 1, length)
+    prof = profile(rng, n_seqs, width)
+    off = np.array([0, len(seq), len(seq) + len(prof)])
+    n = np.array([1, n_seqs], dtype=np.int64)
+    return AlignBatch(np.concatenate((seq, prof)), off, n, MATRIX, gaps(int(n.sum())))
+
+
+def _wrap_kernels(gpu) -> dict[str, Timed]:
+    """Time every profile_align kernel the backend has (dp_fill may be one per columns-per-thread)."""
+    timers = {}
+    for name in ("_column_setup", "_merge_info", "_dp_fill", "_traceback", "_build_parent"):
+        fn = getattr(gpu, name, None)
+        if fn is None:
+            continue
+        timer = Timed(fn)
+        if isinstance(fn, dict):
+            timer = Timed(None)
+            setattr(gpu, name, {k: timer.wrap(f) for k, f in fn.items()})
+        else:
+            setattr(gpu, name, timer)
+        timers[name] = timer
+    return timers
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     import cupy as cp
@@ -80,16 +121,15 @@ def main() -> None:
     from msa.backends.cuda import CudaBackend
 
     gpu, cpu = CudaBackend(), CpuBackend()
-    kernels = ("_column_setup", "_dp_fill", "_traceback", "_build_parent")
-    timers = {name: Timed(getattr(gpu, name)) for name in kernels}
-    for name, timer in timers.items():
-        setattr(gpu, name, timer)
+    timers = _wrap_kernels(gpu)
     timed = timers["_dp_fill"]
     rng = np.random.default_rng(1)
     cases = {
         "seq": replicated(rng, 8192, 1, 300, 64),
         "profile": replicated(rng, 1024, 16, 300, 16),
         "root": replicated(rng, 2, 16, 3000, 1),
+        "single": single(rng, 300, 16, 1000),
+        "tiny": replicated(rng, 1, 1, 8, 1),
     }
     rows = []
     for name, batch in cases.items():
@@ -99,7 +139,8 @@ def main() -> None:
         want = cpu.profile_align(batch)
         cpu_s = time.perf_counter() - t0
         got = gpu.profile_align(batch)  # warm-up (compile) and check
-        same = bool(np.array_equal(got.maps, want.maps) and np.array_equal(got.counts, want.counts))
+        host = getattr(gpu, "to_host", np.asarray)
+        same = bool(np.array_equal(host(got.maps), want.maps) and np.array_equal(host(got.counts), want.counts))
         timed.seconds()
         for timer in timers.values():
             timer.seconds()
@@ -108,6 +149,7 @@ def main() -> None:
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
             gpu.profile_align(batch)
+            cp.cuda.Device().synchronize()
             e2e = time.perf_counter() - t0
             spent = {name: timer.seconds() for name, timer in timers.items()}
             if e2e < best_e2e:

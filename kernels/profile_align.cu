@@ -1,21 +1,29 @@
 // FAMSA 2's profile-profile Gotoh DP on the GPU, integer-exact with msa/backends/cpu_align.py.
 //
-// Three kernels per piece of a level batch:
+// Kernels per piece of a level batch (profiles stay on the device between levels):
 //  column_setup  one thread per input column: the per-column terms dp_path precomputes
 //                (score table S2, residue count, gap cost, typed gap start/continue
-//                costs, re-typing correction, nonzero residue list).
-//  dp_fill       one block per merge. Thread t owns column j = c0 + t + 1 of P2 in a
-//                chunk of blockDim.x columns and walks the rows of P1; thread t is one
+//                costs, re-typing correction, nonzero residue list, FAMSA's nonzero cells).
+//  merge_info    one block per merge: which profile plays P1 (FAMSA's nonzero-cell rule),
+//                so the host never waits for it.
+//  dp_fill<K>    one block per merge. Thread t owns K consecutive columns of P2 in a
+//                chunk of K * blockDim.x columns and walks the rows of P1; thread t is one
 //                row behind thread t-1 (anti-diagonal wavefront, one barrier per step).
+//                Within a row the thread sweeps its K columns left to right in registers,
+//                so a step does K cells and a chunk takes rows + threads - 1 steps (only
+//                K = 1 is instantiated: larger K measured slower, see benchmarks/NOTES.md).
 //                The left neighbour's (D, H, V) of this row comes through shared memory
-//                (double-buffered by step parity); the next row's terms are loaded a step
-//                ahead; the diagonal is the neighbour's
-//                previous row, kept in registers; the chunk's last column is kept per
-//                row in global memory for the next chunk. Direction bytes
-//                (d | h << 2 | v << 4, as the CPU) go to global memory column-major,
-//                eight rows per 64-bit store.
-//  traceback     one thread per merge walks the directions (the CPU's traceback).
-//  build_parent  one warp per merge: column maps and parent counts (ConstructProfile).
+//                (double-buffered by step parity); the next row's terms (and its first
+//                residue code, the only one of a sequence) are loaded a step ahead; the
+//                chunk's last column is kept per row in global memory for the next chunk.
+//                Direction bytes (d | h << 2 | v << 4, as the CPU) go to global memory
+//                column-major, eight rows per 64-bit store.
+//  traceback     one warp per merge walks the directions (the CPU's traceback) through a
+//                64-column x 64-row tile of direction bytes staged in shared memory, one
+//                L2 round trip per tile instead of one per step.
+//  build_parent  one block per merge, one thread per path step: block scans of the path give
+//                each step its (i, j); a column's counts depend only on its own step, the
+//                step before and the run-start counts (cpu_align.build_parent, unrolled).
 // Scores are int64 with -inf = -2**62, the same formulas and comparison order as
 // dp_path, so ties resolve identically.
 
@@ -53,7 +61,7 @@ extern "C" __global__ void column_setup(
     const int* __restrict__ counts, long long n_cols, const long long* __restrict__ col_offsets,
     long long n_prof, const long long* __restrict__ n_seqs, const long long* __restrict__ m,
     const long long* __restrict__ g, long long* gapc, long long* res, long long* start, long long* cont,
-    long long* retype, long long* s2, int* nnz, unsigned char* codes, int* mult) {
+    long long* retype, long long* s2, int* nnz, unsigned char* codes, int* mult, int* nzc) {
     const long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (c >= n_cols) return;
     long long lo = 0, hi = n_prof;  // profile p with col_offsets[p] <= c < col_offsets[p + 1]
@@ -85,6 +93,13 @@ extern "C" __global__ void column_setup(
     for (int a = 0; a < NRES; ++a) s2[c * NRES + a] = s[a];
     res[c] = r;
     nnz[c] = k;
+    long long gaps = 0;  // nonzero_cells: nonzero counters plus FAMSA's total-gap row
+    int cells = 0;
+    for (int b = 0; b < NCNT; ++b) {
+        cells += col[b] != 0;
+        if (b >= NRES) gaps += col[b];
+    }
+    nzc[c] = cells + (gaps != 0);
     if (i >= w) {  // _start_counts / _cont_counts past the last column
         const int* last = counts + (base + w - 1) * NCNT;
         const long long te = last[C_TGO] + last[C_TGE];
@@ -101,9 +116,48 @@ extern "C" __global__ void column_setup(
     }
 }
 
-// One block per merge: the wavefront fill of dp_path. Dynamic shared memory:
-// 24 * blockDim.x int64 (S2 of the chunk's columns) + 6 * blockDim.x int64 (exchange).
-extern "C" __global__ void dp_fill(
+// One block (MI_THREADS) per merge: info fields I_OFF1..I_SEQSEQ. P1 is FAMSA's choice
+// (cpu_align._first_is_p1): a sequence, else the profile with fewer nonzero cells per column.
+#define MI_THREADS 128
+extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
+    const long long* __restrict__ col_off, const long long* __restrict__ n_seqs,
+    const int* __restrict__ nzc, long long* info) {
+    __shared__ long long part[2][MI_THREADS / 32];
+    const long long q = blockIdx.x;
+    const int t = threadIdx.x;
+    const long long a0 = col_off[2 * q], b0 = col_off[2 * q + 1], e0 = col_off[2 * q + 2];
+    const long long na = n_seqs[2 * q], nb = n_seqs[2 * q + 1];
+    long long za = 0, zb = 0;
+    if (na != 1 && nb != 1) {  // the same branch for the whole block
+        for (long long c = a0 + t; c < b0; c += MI_THREADS) za += nzc[c];
+        for (long long c = b0 + t; c < e0; c += MI_THREADS) zb += nzc[c];
+        for (int d = 16; d > 0; d >>= 1) {
+            za += __shfl_down_sync(0xffffffffu, za, d);
+            zb += __shfl_down_sync(0xffffffffu, zb, d);
+        }
+        if ((t & 31) == 0) { part[0][t >> 5] = za; part[1][t >> 5] = zb; }
+        __syncthreads();
+        za = zb = 0;
+        for (int w = 0; w < MI_THREADS / 32; ++w) { za += part[0][w]; zb += part[1][w]; }
+    }
+    if (t != 0) return;
+    const long long wa = b0 - a0, wb = e0 - b0;
+    const bool first = na == 1 || (nb != 1 && za * wb < zb * wa);
+    long long* in = info + q * N_INFO;
+    in[I_OFF1] = first ? a0 : b0;
+    in[I_W1] = first ? wa : wb;
+    in[I_N1] = first ? na : nb;
+    in[I_OFF2] = first ? b0 : a0;
+    in[I_W2] = first ? wb : wa;
+    in[I_N2] = first ? nb : na;
+    in[I_SEQSEQ] = na == 1 && nb == 1;
+}
+
+// One block per merge: the wavefront fill of dp_path, K columns of P2 per thread. Dynamic
+// shared memory: 24 * K * blockDim.x int64 (S2 of the chunk's columns) + 6 * blockDim.x
+// int64 (exchange).
+template <int K>
+__device__ __forceinline__ void dp_fill_k(
     const long long* __restrict__ info, const long long* __restrict__ g,
     const long long* __restrict__ gapc, const long long* __restrict__ res,
     const long long* __restrict__ start, const long long* __restrict__ cont,
@@ -114,7 +168,7 @@ extern "C" __global__ void dp_fill(
     extern __shared__ long long sh[];
     const int T = blockDim.x, t = threadIdx.x;
     long long* s2s = sh;
-    long long* xD = sh + NRES * T;
+    long long* xD = sh + NRES * K * T;
     long long* xH = xD + 2 * T;
     long long* xV = xH + 2 * T;
     const long long* in = info + blockIdx.x * (long long)N_INFO;
@@ -149,130 +203,202 @@ extern "C" __global__ void dp_fill(
     }
     __syncthreads();
 
-    for (long long c0 = 0; c0 < w2; c0 += T) {
-        const long long j = c0 + t + 1;
-        const int active = (int)(w2 - c0 < T ? w2 - c0 : T);
+    const long long span = (long long)T * K;
+    for (long long c0 = 0; c0 < w2; c0 += span) {
+        const long long jb = c0 + (long long)t * K;  // the thread's columns are jb + 1 .. jb + nk
+        const long long acols = w2 - c0 < span ? w2 - c0 : span;
+        const int active = (int)((acols + K - 1) / K);
         const bool on = t < active;
-        long long r2 = 0, vst = 0, vct = 0, rt2 = 0;
-        long long uD = NEG_INF, uH = NEG_INF, uV = NEG_INF;  // own column, previous row
-        long long gD = NEG_INF, gH = NEG_INF, gV = NEG_INF;  // left column, previous row
+        const int nk = on ? (int)(acols - (long long)t * K < K ? acols - (long long)t * K : K) : 0;
+        long long r2[K], vst[K], vct[K], rt2[K], uD[K], uH[K], uV[K];  // uX: own column, previous row
+        unsigned long long pack[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            r2[k] = 0; vst[k] = 0; vct[k] = 0; rt2[k] = 0;
+            uD[k] = NEG_INF; uH[k] = NEG_INF; uV[k] = NEG_INF;
+            pack[k] = 0;
+            if (k < nk) {
+                const long long j = jb + k + 1, cj = off2 + j - 1;
+                for (int a = 0; a < NRES; ++a) s2s[(a * K + k) * T + t] = s2[cj * NRES + a];
+                r2[k] = res[cj];
+                vst[k] = start[cj];
+                vct[k] = cont[cj];
+                rt2[k] = retype[cj];
+                uH[k] = hz[j];
+            }
+        }
+        long long gD = NEG_INF, gH = NEG_INF, gV = NEG_INF;  // left of the first column, previous row
         if (on) {
-            const long long cj = off2 + j - 1;
-            for (int a = 0; a < NRES; ++a) s2s[a * T + t] = s2[cj * NRES + a];
-            r2 = res[cj];
-            vst = start[cj];
-            vct = cont[cj];
-            rt2 = retype[cj];
-            uH = hz[j];
-            if (j == 1) gD = 0; else gH = hz[j - 1];
+            if (jb == 0) gD = 0; else gH = hz[jb];
         }
         __syncthreads();
-        unsigned long long pack = 0;
         // Row terms of the thread's next row, loaded a step ahead to hide their latency.
-        long long n_r1 = 0, n_gap1 = 0, n_hst = 0, n_hct = 0, n_rt1 = 0;
-        int n_nz = 0;
+        long long n_r1 = 0, n_gap1 = 0, n_hst = 0, n_hct = 0, n_rt1 = 0, n_m0 = 0;
+        int n_nz = 0, n_c0 = 0;
         if (on) {
             const long long ci = off1;
             n_r1 = res[ci]; n_gap1 = gapc[ci]; n_hst = start[ci]; n_hct = cont[ci]; n_rt1 = retype[ci];
             n_nz = nnz[ci];
+            if (n_nz > 0) { n_m0 = mult[ci * NRES]; n_c0 = codes[ci * NRES]; }
         }
         const long long steps = w1 + active - 1;
         for (long long s = 0; s < steps; ++s) {
             const long long i = s - t + 1;
             const int cur = (int)(s & 1), prv = cur ^ 1;
             if (on && i >= 1 && i <= w1) {
-                long long lD, lH, lV;  // left column, this row
+                long long eD, eH, eV;  // left of the first column, this row
                 if (t == 0) {
-                    lD = bD[i]; lH = bH[i]; lV = bV[i];
+                    eD = bD[i]; eH = bH[i]; eV = bV[i];
                 } else {
-                    lD = xD[prv * T + t - 1]; lH = xH[prv * T + t - 1]; lV = xV[prv * T + t - 1];
+                    eD = xD[prv * T + t - 1]; eH = xH[prv * T + t - 1]; eV = xV[prv * T + t - 1];
                 }
                 const long long ci = off1 + i - 1;
-                const long long r1 = n_r1, gap1 = n_gap1, hst = n_hst, hct = n_hct, rt1 = n_rt1;
-                const int nz = n_nz;
+                const long long r1 = n_r1, gap1 = n_gap1, hst = n_hst, hct = n_hct, rt1 = n_rt1, m0 = n_m0;
+                const int nz = n_nz, code0 = n_c0;
                 if (i < w1) {
                     n_r1 = res[ci + 1]; n_gap1 = gapc[ci + 1]; n_hst = start[ci + 1]; n_hct = cont[ci + 1];
                     n_rt1 = retype[ci + 1]; n_nz = nnz[ci + 1];
+                    n_m0 = 0; n_c0 = 0;
+                    if (n_nz > 0) { n_m0 = mult[(ci + 1) * NRES]; n_c0 = codes[(ci + 1) * NRES]; }
                 }
-                long long sc = r2 * gap1;
-                for (int k = 0; k < nz; ++k)
-                    sc += (long long)mult[ci * NRES + k] * s2s[(int)codes[ci * NRES + k] * T + t];
-                long long dc, hc, vc;
-                int dd, hd, vd;
-                // D: column i of P1 against column j of P2.
-                long long td = gD, th = gH + r2 * rt1, tv = gV + r1 * rt2;
-                if (td > th && td > tv) { dc = td + sc; dd = S_D; }
-                else if (th > tv || (seqseq && th == tv)) { dc = th + sc; dd = S_H; }
-                else { dc = tv + sc; dd = S_V; }
-                // H: a gap column put into P1 after its column i, against column j of P2.
-                long long corr = r2 * hst;
-                td = lD + corr;
-                th = lH + r2 * hct;
-                if (three && i > 1 && j > 1) {
-                    tv = lV + corr;
-                    if (td > th && td > tv) { hc = td; hd = S_D; }
-                    else if (tv > th) { hc = tv; hd = S_V; }
-                    else { hc = th; hd = S_H; }
-                } else if (td > th) { hc = td; hd = S_D; }
-                else { hc = th; hd = S_H; }
-                // V: a gap column put into P2 after its column j, against column i of P1.
-                corr = r1 * vst;
-                td = uD + corr;
-                tv = uV + r1 * vct;
-                if (three && i > 1 && j > 1) {
-                    th = uH + corr;
-                    if (td > th && td > tv) { vc = td; vd = S_D; }
-                    else if (th > tv) { vc = th; vd = S_H; }
-                    else { vc = tv; vd = S_V; }
-                } else if (td > tv) { vc = td; vd = S_D; }
-                else { vc = tv; vd = S_V; }
-
-                xD[cur * T + t] = dc; xH[cur * T + t] = hc; xV[cur * T + t] = vc;
+                long long sc[K];
+#pragma unroll
+                for (int k = 0; k < K; ++k) sc[k] = r2[k] * gap1 + m0 * s2s[(code0 * K + k) * T + t];
+                for (int z = 1; z < nz; ++z) {
+                    const long long mz = mult[ci * NRES + z];
+                    const int cz = codes[ci * NRES + z];
+#pragma unroll
+                    for (int k = 0; k < K; ++k) sc[k] += mz * s2s[(cz * K + k) * T + t];
+                }
+                long long dD = gD, dH = gH, dV = gV;  // diagonal of column k
+                long long lD = eD, lH = eH, lV = eV;  // left of column k, this row
                 const int sh8 = (int)((i - 1) & 7);
-                pack |= (unsigned long long)(dd | (hd << 2) | (vd << 4)) << (8 * sh8);
-                if (sh8 == 7 || i == w1) {
-                    dir[((j - 1) * R + (i - 1 - sh8)) / 8] = pack;
-                    pack = 0;
+#pragma unroll
+                for (int k = 0; k < K; ++k) {
+                    if (k < nk) {
+                        const long long j = jb + k + 1;
+                        long long dc, hc, vc;
+                        int dd, hd, vd;
+                        // D: column i of P1 against column j of P2.
+                        long long td = dD, th = dH + r2[k] * rt1, tv = dV + r1 * rt2[k];
+                        if (td > th && td > tv) { dc = td + sc[k]; dd = S_D; }
+                        else if (th > tv || (seqseq && th == tv)) { dc = th + sc[k]; dd = S_H; }
+                        else { dc = tv + sc[k]; dd = S_V; }
+                        // H: a gap column put into P1 after its column i, against column j of P2.
+                        long long corr = r2[k] * hst;
+                        td = lD + corr;
+                        th = lH + r2[k] * hct;
+                        if (three && i > 1 && j > 1) {
+                            tv = lV + corr;
+                            if (td > th && td > tv) { hc = td; hd = S_D; }
+                            else if (tv > th) { hc = tv; hd = S_V; }
+                            else { hc = th; hd = S_H; }
+                        } else if (td > th) { hc = td; hd = S_D; }
+                        else { hc = th; hd = S_H; }
+                        // V: a gap column put into P2 after its column j, against column i of P1.
+                        corr = r1 * vst[k];
+                        td = uD[k] + corr;
+                        tv = uV[k] + r1 * vct[k];
+                        if (three && i > 1 && j > 1) {
+                            th = uH[k] + corr;
+                            if (td > th && td > tv) { vc = td; vd = S_D; }
+                            else if (th > tv) { vc = th; vd = S_H; }
+                            else { vc = tv; vd = S_V; }
+                        } else if (td > tv) { vc = td; vd = S_D; }
+                        else { vc = tv; vd = S_V; }
+
+                        pack[k] |= (unsigned long long)(dd | (hd << 2) | (vd << 4)) << (8 * sh8);
+                        if (sh8 == 7 || i == w1) {
+                            dir[((j - 1) * R + (i - 1 - sh8)) / 8] = pack[k];
+                            pack[k] = 0;
+                        }
+                        if (j == w2 && i == w1) {
+                            final3[3 * blockIdx.x] = dc;
+                            final3[3 * blockIdx.x + 1] = hc;
+                            final3[3 * blockIdx.x + 2] = vc;
+                        }
+                        dD = uD[k]; dH = uH[k]; dV = uV[k];
+                        uD[k] = dc; uH[k] = hc; uV[k] = vc;
+                        lD = dc; lH = hc; lV = vc;
+                    }
                 }
-                if (t == active - 1 && j < w2) { bD[i] = dc; bH[i] = hc; bV[i] = vc; }
-                if (j == w2 && i == w1) {
-                    final3[3 * blockIdx.x] = dc;
-                    final3[3 * blockIdx.x + 1] = hc;
-                    final3[3 * blockIdx.x + 2] = vc;
-                }
-                gD = lD; gH = lH; gV = lV;
-                uD = dc; uH = hc; uV = vc;
+                xD[cur * T + t] = lD; xH[cur * T + t] = lH; xV[cur * T + t] = lV;
+                if (t == active - 1 && jb + nk < w2) { bD[i] = lD; bH[i] = lH; bV[i] = lV; }
+                gD = eD; gH = eH; gV = eV;
             }
             __syncthreads();
         }
     }
 }
 
-// One thread per merge: dp_path's traceback (path written last step first).
-extern "C" __global__ void traceback(
+#define DP_FILL_PARAMS                                                                                   \
+    const long long* __restrict__ info, const long long* __restrict__ g,                                 \
+    const long long* __restrict__ gapc, const long long* __restrict__ res,                               \
+    const long long* __restrict__ start, const long long* __restrict__ cont,                             \
+    const long long* __restrict__ retype, const long long* __restrict__ s2,                              \
+    const int* __restrict__ nnz, const unsigned char* __restrict__ codes, const int* __restrict__ mult,  \
+    long long *rowD, long long *rowH, long long *rowV, long long *h0, unsigned long long *dirs,          \
+    long long *final3
+#define DP_FILL_ARGS info, g, gapc, res, start, cont, retype, s2, nnz, codes, mult, rowD, rowH, rowV, h0, dirs, final3
+
+// K = 1 only: K = 8 (128 threads) measured 2x slower on the root case and 12 % slower on a
+// caterpillar merge than K = 1 with 512 threads (benchmarks/NOTES.md), so it is not built.
+extern "C" __global__ void __launch_bounds__(512) dp_fill1(DP_FILL_PARAMS) { dp_fill_k<1>(DP_FILL_ARGS); }
+
+// One warp per merge (TB_WARPS per block): dp_path's traceback (path written last step first).
+// Every lane walks the same path (uniform control flow) through a tile of TB_COLS columns x
+// 8 * TB_WORDS rows of direction bytes in shared memory; lane l stages columns jt - l and
+// jt - l - 32. Lane 0 writes the path.
+#define TB_WARPS 4
+#define TB_COLS 64
+#define TB_WORDS 8
+extern "C" __global__ void __launch_bounds__(32 * TB_WARPS) traceback(
     const long long* __restrict__ info, long long n_merges, const unsigned long long* __restrict__ dirs,
     const long long* __restrict__ final3, unsigned char* paths, long long* lengths) {
-    const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    __shared__ unsigned long long tiles[TB_WARPS][TB_COLS * TB_WORDS];
+    const int lane = threadIdx.x & 31;
+    const long long q = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
     if (q >= n_merges) return;
+    unsigned long long* tile = tiles[threadIdx.x >> 5];
     const long long* in = info + q * N_INFO;
     const long long w1 = in[I_W1], w2 = in[I_W2];
-    const unsigned char* dir = (const unsigned char*)dirs + in[I_DIR];
+    const unsigned long long* dw = dirs + in[I_DIR] / 8;
     unsigned char* path = paths + in[I_PATH];
-    const long long R = (w1 + 7) & ~7LL;
+    const long long RW = ((w1 + 7) & ~7LL) / 8;  // 64-bit words per column
     const long long ld = final3[3 * q], lh = final3[3 * q + 1], lv = final3[3 * q + 2];
     int state;
     if (ld >= lh && ld >= lv) state = S_D;
     else if (lh > lv) state = S_H;
     else state = S_V;
     long long i = w1, j = w2, k = 0;
+    long long jt = -1, wt = -1;  // the tile holds columns jt - TB_COLS + 1 .. jt, words wt - TB_WORDS + 1 .. wt
     while (i > 0 || j > 0) {
-        const int cell = i == 0 ? ROW0 : (j == 0 ? COL0 : dir[(j - 1) * R + (i - 1)]);
-        path[k++] = (unsigned char)state;
+        int cell;
+        if (i == 0) cell = ROW0;
+        else if (j == 0) cell = COL0;
+        else {
+            const long long w = (i - 1) >> 3;
+            if (jt < 0 || jt - j >= TB_COLS || w > wt || wt - w >= TB_WORDS) {
+                __syncwarp();
+                jt = j; wt = w;
+                for (int h = 0; h < TB_COLS / 32; ++h) {
+                    const int col = lane + 32 * h;
+                    const long long jj = j - col;
+                    for (int x = 0; x < TB_WORDS; ++x)
+                        tile[col * TB_WORDS + x] = (jj >= 1 && w - x >= 0) ? dw[(jj - 1) * RW + w - x] : 0ULL;
+                }
+                __syncwarp();
+            }
+            const unsigned long long word = tile[(jt - j) * TB_WORDS + (wt - w)];
+            cell = (int)((word >> (8 * ((i - 1) & 7))) & 0xFF);
+        }
+        if (lane == 0) path[k] = (unsigned char)state;
+        ++k;
         if (state == S_D) { state = cell & 3; --i; --j; }
         else if (state == S_H) { state = (cell >> 2) & 3; --j; }
         else { state = (cell >> 4) & 3; --i; }
     }
-    lengths[q] = k;
+    if (lane == 0) lengths[q] = k;
 }
 
 // Field k of a child column after re-typing opens that now continue a run (_add_column).
@@ -283,10 +409,6 @@ __device__ __forceinline__ long long column_field(const int* c, int k, long long
     if (k == C_TGO) v -= tshift;
     if (k == C_TGE) v += tshift;
     return v;
-}
-
-__device__ __forceinline__ long long gap_field(int k, long long o, long long e, long long to, long long te) {
-    return k == C_GO ? o : k == C_GE ? e : k == C_TGO ? to : k == C_TGE ? te : 0;
 }
 
 __device__ __forceinline__ void start_counts(const int* c, long long w, long long n, long long i,
@@ -302,15 +424,38 @@ __device__ __forceinline__ void start_counts(const int* c, long long w, long lon
     o = n - e - to - te;
 }
 
-// One warp per merge: cpu_align.build_parent. Every lane runs the walk (scalar bookkeeping);
-// lane k < 28 writes field k of each parent column, so a column is one coalesced store.
-extern "C" __global__ void build_parent(
-    const long long* __restrict__ info, long long n_merges, const int* __restrict__ counts,
+// Typed counts of a gap column inserted into a profile (c, w, n) before its column i, as
+// cpu_align.build_parent's walk gives them. A run's first column: _start_counts (or all
+// terminal opens at i == 0). Later columns of the run (run = the step before was the same
+// state): the walk's l* recurrence settles after one step on (0, o + e, 0, to + te) of the
+// run's first column, since o + e + to + te = n; at either end all n are terminal extensions.
+__device__ __forceinline__ void gap_counts(const int* c, long long w, long long n, long long i, bool run,
+                                           long long& o, long long& e, long long& to, long long& te) {
+    if (run) {
+        if (i == 0 || i == w) { o = 0; e = 0; to = 0; te = n; return; }
+        start_counts(c, w, n, i, o, e, to, te);
+        e += o; te += to; o = 0; to = 0;
+    } else if (i == 0) {
+        o = 0; e = 0; to = n; te = 0;
+    } else {
+        start_counts(c, w, n, i, o, e, to, te);
+    }
+}
+
+// One block (BP_THREADS) per merge: cpu_align.build_parent with one thread per path step.
+// A step's P1/P2 columns (i, j) are block prefix sums of the steps before it. Column i of
+// P1 is re-typed (shift of GO into GE, TGO into TGE) only right after a gap run in P1,
+// which started at that same i (the walk resets the shifts at every other step); the
+// same holds for P2.
+#define BP_THREADS 256
+extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
+    const long long* __restrict__ info, const int* __restrict__ counts,
     const unsigned char* __restrict__ paths, const long long* __restrict__ lengths,
     const long long* __restrict__ parent_off, long long* maps, int* parents) {
-    const long long q = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
-    const int k = threadIdx.x & 31;
-    if (q >= n_merges) return;
+    __shared__ int warp_sum[BP_THREADS / 32];
+    __shared__ long long base[2];
+    const long long q = blockIdx.x;
+    const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
     const long long* in = info + q * N_INFO;
     const long long w1 = in[I_W1], n1 = in[I_N1], w2 = in[I_W2], n2 = in[I_N2];
     const long long off1 = in[I_OFF1], off2 = in[I_OFF2];
@@ -319,53 +464,54 @@ extern "C" __global__ void build_parent(
     const unsigned char* path = paths + in[I_PATH];
     int* out = parents + parent_off[q] * NCNT;
     const long long length = lengths[q];
-    long long i = 0, j = 0;
-    int prev = S_D;
-    long long shift1 = 0, tshift1 = 0, shift2 = 0, tshift2 = 0;
-    long long l1o = 0, l1e = 0, l1to = 0, l1te = 0, l2o = 0, l2e = 0, l2to = 0, l2te = 0;
-    for (long long p = 0; p < length; ++p) {
-        const int state = path[length - 1 - p];
-        long long o, e, to, te, v = 0;
-        if (state == S_D) {
-            if (k < NCNT)
-                v = column_field(c1 + i * NCNT, k, shift1, tshift1) + column_field(c2 + j * NCNT, k, shift2, tshift2);
-            shift1 = tshift1 = shift2 = tshift2 = 0;
-            if (k == 0) { maps[off1 + i] = p; maps[off2 + j] = p; }
-            ++i; ++j;
-        } else if (state == S_H) {
-            if (prev == S_H) {
-                if (i == 0 || i == w1) { o = 0; e = 0; to = 0; te = n1; }
-                else { e = l1o + l1e; te = l1to + l1te; o = n1 - e - te; to = 0; }
-            } else if (i == 0) {
-                o = 0; e = 0; to = n1; te = 0;
-                tshift1 = c1[C_TGO];
-            } else {
-                start_counts(c1, w1, n1, i, o, e, to, te);
-                if (i < w1) { tshift1 = to; shift1 += c1[i * NCNT + C_GO]; }
-            }
-            l1o = o; l1e = e; l1to = to; l1te = te;
-            if (k < NCNT) v = gap_field(k, o, e, to, te) + column_field(c2 + j * NCNT, k, shift2, tshift2);
-            shift2 = tshift2 = 0;
-            if (k == 0) maps[off2 + j] = p;
-            ++j;
-        } else {
-            if (prev == S_V) {
-                if (j == 0 || j == w2) { o = 0; e = 0; to = 0; te = n2; }
-                else { e = l2o + l2e; te = l2to + l2te; o = n2 - e - te; to = 0; }
-            } else if (j == 0) {
-                o = 0; e = 0; to = n2; te = 0;
-                tshift2 = c2[C_TGO];
-            } else {
-                start_counts(c2, w2, n2, j, o, e, to, te);
-                if (j < w2) { tshift2 = to; shift2 += c2[j * NCNT + C_GO]; }
-            }
-            l2o = o; l2e = e; l2to = to; l2te = te;
-            if (k < NCNT) v = column_field(c1 + i * NCNT, k, shift1, tshift1) + gap_field(k, o, e, to, te);
-            shift1 = tshift1 = 0;
-            if (k == 0) maps[off1 + i] = p;
-            ++i;
+    if (t == 0) { base[0] = 0; base[1] = 0; }
+    __syncthreads();
+    for (long long p0 = 0; p0 < length; p0 += BP_THREADS) {
+        const long long p = p0 + t;
+        const bool on = p < length;
+        const int state = on ? path[length - 1 - p] : S_D;
+        const int prev = (on && p > 0) ? path[length - p] : S_D;
+        // Steps that consume a column of P1 (D, V) count in the low half, of P2 (D, H) in the high.
+        const int own = on ? (int)(state != S_H) | ((int)(state != S_V) << 16) : 0;
+        int x = own;
+        for (int d = 1; d < 32; d <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, x, d);
+            if (lane >= d) x += y;
         }
-        if (k < NCNT) out[p * NCNT + k] = (int)v;
-        prev = state;
+        if (lane == 31) warp_sum[wid] = x;
+        __syncthreads();
+        int before = x - own;
+        for (int w = 0; w < wid; ++w) before += warp_sum[w];
+        const long long i = base[0] + (before & 0xFFFF), j = base[1] + (before >> 16);
+        if (on) {
+            long long v[NCNT];
+            if (state == S_D) {
+                const long long s1 = prev == S_H && i > 0 ? c1[i * NCNT + C_GO] : 0;
+                const long long ts1 = prev == S_H ? c1[i * NCNT + C_TGO] : 0;
+                const long long s2 = prev == S_V && j > 0 ? c2[j * NCNT + C_GO] : 0;
+                const long long ts2 = prev == S_V ? c2[j * NCNT + C_TGO] : 0;
+                for (int f = 0; f < NCNT; ++f)
+                    v[f] = column_field(c1 + i * NCNT, f, s1, ts1) + column_field(c2 + j * NCNT, f, s2, ts2);
+                maps[off1 + i] = p;
+                maps[off2 + j] = p;
+            } else {
+                const bool h = state == S_H;
+                const int* ck = h ? c2 : c1;           // the profile whose column is kept
+                const long long ik = h ? j : i;
+                const bool shifted = prev == (h ? S_V : S_H);
+                const long long sk = shifted && ik > 0 ? ck[ik * NCNT + C_GO] : 0;
+                const long long tsk = shifted ? ck[ik * NCNT + C_TGO] : 0;
+                long long o, e, to, te;
+                if (h) gap_counts(c1, w1, n1, i, prev == S_H, o, e, to, te);
+                else gap_counts(c2, w2, n2, j, prev == S_V, o, e, to, te);
+                for (int f = 0; f < NCNT; ++f) v[f] = column_field(ck + ik * NCNT, f, sk, tsk);
+                v[C_GO] += o; v[C_GE] += e; v[C_TGO] += to; v[C_TGE] += te;
+                maps[(h ? off2 : off1) + ik] = p;
+            }
+            for (int f = 0; f < NCNT; ++f) out[p * NCNT + f] = (int)v[f];
+        }
+        __syncthreads();  // every thread has read base and warp_sum
+        if (t == BP_THREADS - 1) { base[0] = i + (own & 0xFFFF); base[1] = j + (own >> 16); }
+        __syncthreads();
     }
 }

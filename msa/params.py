@@ -17,6 +17,7 @@ GuideTreeMethod = Literal["auto", "parttree", "upgma", "single"]
 TreeDistance = Literal["kmer", "lcs"]
 Linkage = Literal["single", "upgma"]
 Device = Literal["auto", "cpu", "cuda"]
+PickTree = Literal["mafft", "single", "link"]
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,22 @@ class AlignParams:
     #: A Newick file to take the guide tree from instead of building one.
     tree_file: str | None = None
     partsize: int = 50
+    #: Distance of PartTree's split decisions (reference sort, picks, assignment,
+    #: the tree over picks): FAMSA's LCS distance, or MAFFT's original 6-mer distance.
+    parttree_distance: TreeDistance = "lcs"
+    #: PartTree drops a pick closer than this times the node's largest distance
+    #: to an earlier pick (MAFFT: 0.7; 0 keeps every pick).
+    thin_factor: float = 0.7
+    #: Tree over a PartTree node's clusters: MAFFT's mixed linkage over the picks,
+    #: single linkage over the picks, or single linkage over cluster-to-cluster
+    #: links (nearest member of one cluster to the other's pick; LCS only).
+    pick_tree: PickTree = "link"
     #: Groups up to this size get an exact tree from a full distance matrix.
     exact_tree_max: int = 4096
+    #: Single-linkage LCS trees (the defaults) stay exact up to this many
+    #: sequences past exact_tree_max: Prim's MST computes distance rows on the
+    #: fly, O(n) memory but still n^2/2 LCS pairs.
+    mst_tree_max: int = 4096
     #: Distance of the exact trees: FAMSA's indel075_div_lcs (more accurate on
     #: BaliFam, see benchmarks/NOTES.md) or MAFFT's 6-mer distance.
     distance: TreeDistance = "lcs"
@@ -58,6 +73,12 @@ class AlignParams:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
         if self.guide_tree not in ("auto", "parttree", "upgma", "single"):
             raise ValueError(f"unknown guide tree method {self.guide_tree!r}")
+        if not 0.0 <= self.thin_factor < 1.0:
+            raise ValueError(f"thin_factor must be in [0, 1), got {self.thin_factor}")
+        if self.pick_tree not in ("mafft", "single", "link"):
+            raise ValueError(f"unknown pick tree {self.pick_tree!r}")
+        if self.parttree_distance not in ("kmer", "lcs"):
+            raise ValueError(f"unknown PartTree distance {self.parttree_distance!r}")
         if self.linkage not in ("single", "upgma"):
             raise ValueError(f"unknown linkage {self.linkage!r}")
         if self.distance not in ("kmer", "lcs"):

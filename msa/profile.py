@@ -9,6 +9,7 @@ function of them, so kernels derive it on the fly instead of storing it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class AlignBatch:
     ``n_seqs[p]`` sequences.
     """
 
-    counts: np.ndarray  # int32 (total columns, N_COUNTS)
+    counts: np.ndarray  # int32 (total columns, N_COUNTS), host or the backend's device array
     col_offsets: np.ndarray  # int64 (2 * n_merges + 1,)
     n_seqs: np.ndarray  # int64 (2 * n_merges,)
     matrix: np.ndarray  # int64 (24, 24)
@@ -49,8 +50,8 @@ class AlignResult:
     ``counts[col_offsets[k]:col_offsets[k+1]]``.
     """
 
-    maps: np.ndarray  # int64 (total input columns,)
-    counts: np.ndarray  # int32 (total parent columns, N_COUNTS)
+    maps: np.ndarray  # int64 (total input columns,), in the backend's array module (``Backend.xp``)
+    counts: np.ndarray  # int32 (total parent columns, N_COUNTS), likewise
     col_offsets: np.ndarray  # int64 (n_merges + 1,)
 
 
@@ -59,13 +60,14 @@ def gap_vector(gaps: GapCosts) -> np.ndarray:
     return np.array([gaps.open, gaps.extend, gaps.term_open, gaps.term_extend], dtype=np.int64)
 
 
-def sequence_counts(codes: np.ndarray) -> np.ndarray:
+def sequence_counts(codes: np.ndarray, xp: ModuleType = np) -> np.ndarray:
     """Profile tables of ungapped sequences laid end to end: one residue per column.
 
     A one-sequence profile has no gaps, so its table is one-hot rows of codes.
+    ``xp`` is the array module ``codes`` lives in (a backend's, so GPU leaves are built on the GPU).
     """
-    out = np.zeros((len(codes), N_COUNTS), dtype=np.int32)
-    out[np.arange(len(codes)), codes] = 1
+    out = xp.zeros((len(codes), N_COUNTS), dtype=xp.int32)
+    out[xp.arange(len(codes)), codes] = 1
     return out
 
 

@@ -5,10 +5,17 @@ Bottom-up, every internal node whose children are done goes into one batch
 merge returns, for each child, a column map (child column -> parent column) and
 the parent's counts; child profiles are dropped once merged. Top-down, the maps
 compose into the final column of every residue, and rows are filled in one pass.
+
+Profile tables, maps and the composition live in the backend's array module
+(``backend.xp``: NumPy on the CPU, CuPy on the GPU, where the codes are uploaded
+once and only the final columns come back). Per level the host keeps only widths
+and sizes; a level with one merge (the thousands of levels of a caterpillar
+subtree) costs no concatenation or copy of its parent.
 """
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 
 import numpy as np
 
@@ -47,12 +54,14 @@ def progressive_align(
         raise ValueError("cannot align an empty sequence")
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
     g = gap_vector(gaps)
+    xp = backend.xp
+    codes = xp.asarray(db.codes)  # one upload on the GPU, the same array on the CPU
     levels = tree.levels()
     order = np.argsort(levels, kind="stable")
     bounds = np.flatnonzero(np.diff(levels[order])) + 1
     batches = np.split(order + n, bounds)
 
-    profiles: dict[int, np.ndarray] = {}
+    profiles: dict[int, np.ndarray] = {}  # backend arrays
     sizes = np.ones(tree.n_nodes, dtype=np.int64)
     widths = np.zeros(tree.n_nodes, dtype=np.int64)
     widths[:n] = lengths
@@ -60,12 +69,16 @@ def progressive_align(
     for b, nodes in enumerate(batches):
         kids = tree.children[nodes - n].reshape(-1)
         sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
-        batch = AlignBatch(_gather(db, kids, profiles), _offsets(widths[kids]), sizes[kids], matrix, g)
+        batch = AlignBatch(_gather(xp, db, codes, kids, profiles), _offsets(widths[kids]), sizes[kids], matrix, g)
         result = backend.profile_align(batch)
         widths[nodes] = np.diff(result.col_offsets)
-        for node, table in zip(nodes.tolist(), np.split(result.counts, result.col_offsets[1:-1])):
-            profiles[node] = table.copy()  # a view would pin the whole batch array
-        batch_maps.append(result.maps.astype(np.int32))
+        if len(nodes) == 1:
+            profiles[int(nodes[0])] = result.counts
+        else:
+            off = result.col_offsets.tolist()
+            for k, node in enumerate(nodes.tolist()):
+                profiles[node] = result.counts[off[k] : off[k + 1]].copy()  # a view would pin the batch array
+        batch_maps.append(result.maps.astype(xp.int32))
         if not quiet:
             print(f"\rmsa: aligned level {b + 1}/{len(batches)}", end="", flush=True, file=sys.stderr)
     if not quiet:
@@ -75,16 +88,19 @@ def progressive_align(
     profiles.clear()
 
     # Top-down: the final column of every column of every node, level by level.
-    final: dict[int, np.ndarray] = {root: np.arange(width, dtype=np.int64)}
+    final: dict[int, np.ndarray] = {root: xp.arange(width, dtype=xp.int64)}
     for nodes, maps in zip(reversed(batches), reversed(batch_maps)):
         kids = tree.children[nodes - n].reshape(-1)
-        parent_final = np.concatenate([final.pop(p) for p in nodes.tolist()])
-        parent_base = _offsets(widths[nodes])[:-1]
-        kid_base = np.repeat(parent_base, 2)
-        composed = parent_final[maps + np.repeat(kid_base, widths[kids])]
-        for kid, cols in zip(kids.tolist(), np.split(composed, np.cumsum(widths[kids])[:-1])):
-            final[kid] = cols
-    columns = np.concatenate([final[i] for i in range(n)])
+        if len(nodes) == 1:
+            composed = final.pop(int(nodes[0]))[maps]
+        else:
+            parent_final = xp.concatenate([final.pop(p) for p in nodes.tolist()])
+            kid_base = np.repeat(_offsets(widths[nodes])[:-1], 2)
+            composed = parent_final[maps + xp.asarray(np.repeat(kid_base, widths[kids]))]
+        kid_off = _offsets(widths[kids]).tolist()
+        for k, kid in enumerate(kids.tolist()):
+            final[kid] = composed[kid_off[k] : kid_off[k + 1]]
+    columns = backend.to_host(xp.concatenate([final[i] for i in range(n)]))
     return columns, width
 
 
@@ -102,17 +118,20 @@ def _offsets(widths: np.ndarray) -> np.ndarray:
     return out
 
 
-def _gather(db: SeqDB, nodes: np.ndarray, profiles: dict[int, np.ndarray]) -> np.ndarray:
-    """The tables of ``nodes`` laid end to end; leaves are built from their codes, profiles popped."""
+def _gather(
+    xp: ModuleType, db: SeqDB, codes: np.ndarray, nodes: np.ndarray, profiles: dict[int, np.ndarray]
+) -> np.ndarray:
+    """The tables of ``nodes`` laid end to end (``xp`` arrays); leaves are built from ``codes``
+    (``db.codes`` in the backend's array module), profiles popped."""
     n = len(db)
     leaf = nodes < n
     if leaf.all():
         starts = db.offsets[nodes]
-        return sequence_counts(db.codes[_ranges(starts, db.offsets[nodes + 1] - starts)])
+        return sequence_counts(codes[xp.asarray(_ranges(starts, db.offsets[nodes + 1] - starts))], xp)
     parts = []
     for node in nodes.tolist():
         if node < n:
-            parts.append(sequence_counts(db.codes[db.offsets[node] : db.offsets[node + 1]]))
+            parts.append(sequence_counts(codes[db.offsets[node] : db.offsets[node + 1]], xp))
         else:
             parts.append(profiles.pop(node))
-    return np.concatenate(parts)
+    return xp.concatenate(parts)

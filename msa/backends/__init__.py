@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -35,9 +36,21 @@ class Backend(Protocol):
         self, tables, ids, group_off, cap: float = ...
     ) -> tuple[np.ndarray, np.ndarray]: ...
     def lcs_distance_matrix(self, codes, offsets, ids, group_off) -> tuple[np.ndarray, np.ndarray]: ...
+    # PartTree's LCS assignment (nearest, distance, link matrices, their offsets) and the
+    # O(n)-memory single-linkage MST (edges a, b, weight); see msa.backends.cpu_lcs_tree.
+    def lcs_nearest_reference(
+        self, codes, offsets, ref_ids, ref_off, member_ids, member_node
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
+    def lcs_prim_mst(self, codes, offsets, ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
     # Progressive stage (msa.profile holds the batch layout, msa.progressive the driver).
+    # Profile tables and column maps live in the backend's array module ``xp`` (NumPy, or
+    # CuPy on the GPU) for the whole stage; ``profile_align`` takes and returns such arrays
+    # (batch.counts may also be a host array) and only the final columns go through ``to_host``.
+    xp: ModuleType
+
     def profile_align(self, batch: AlignBatch) -> AlignResult: ...
+    def to_host(self, a) -> np.ndarray: ...
 
 
 def get_backend(device: str = "auto", *, quiet: bool = False) -> Backend:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from msa.backends import cpu_kmers
+from msa.backends import cpu_kmers, cpu_lcs_tree
 from msa.backends.cpu_align import align_batch
 from msa.kmers import MAX_KMER_DIST, KmerTables, build_kmer_tables
 from msa.profile import AlignBatch, AlignResult
@@ -14,7 +14,13 @@ class CpuBackend:
     """Runs every stage on the CPU cores (Numba threads, set by --threads)."""
 
     name = "cpu"
+    xp = np  # profile tables stay NumPy arrays
     # Stage owners attach their operations here as methods; see msa/backends/__init__.py.
+
+    @staticmethod
+    def to_host(a: np.ndarray) -> np.ndarray:
+        """Already on the host: no copy."""
+        return a
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch (Numba, one merge per thread)."""
@@ -61,6 +67,29 @@ class CpuBackend:
         return cpu_kmers.lcs_distance_matrix(
             np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), _i64(group_off),
             numba.get_num_threads(),
+        )
+
+    def lcs_nearest_reference(
+        self,
+        codes: np.ndarray,
+        offsets: np.ndarray,
+        ref_ids: np.ndarray,
+        ref_off: np.ndarray,
+        member_ids: np.ndarray,
+        member_node: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Nearest reference by LCS distance, its distance, and each node's cluster-link matrix."""
+        return cpu_lcs_tree.lcs_nearest_reference(
+            np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ref_ids), _i64(ref_off),
+            _i64(member_ids), _i64(member_node), numba.get_num_threads(),
+        )
+
+    def lcs_prim_mst(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Minimum spanning tree of one group under LCS distances, rows computed on the fly."""
+        return cpu_lcs_tree.lcs_prim_mst(
+            np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), numba.get_num_threads()
         )
 
 

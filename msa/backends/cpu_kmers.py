@@ -342,7 +342,11 @@ def _popcount(x: np.uint64) -> int:
 
 @njit(cache=True, nogil=True)
 def _lcs_length(masks, words, len_a, codes, lo, hi, v) -> int:
-    """Hyyro's bit-parallel LCS: V' = (V + U) | (V - U), U = V & match(c)."""
+    """Hyyro's bit-parallel LCS: V' = (V + U) | (V - U), U = V & match(c).
+
+    U's bits are a subset of V's, so V - U = V ^ U never borrows: only the
+    addition carries from word to word.
+    """
     ones = np.uint64(0xFFFFFFFFFFFFFFFF)
     zero = np.uint64(0)
     for w in range(words):
@@ -352,7 +356,6 @@ def _lcs_length(masks, words, len_a, codes, lo, hi, v) -> int:
         if c >= 20:  # only the 20 standard residues match (FAMSA)
             continue
         carry = zero
-        borrow = zero
         row = np.int64(c) * words
         for w in range(words):
             x = v[w]
@@ -361,13 +364,8 @@ def _lcs_length(masks, words, len_a, codes, lo, hi, v) -> int:
             c1 = s1 < x
             s2 = s1 + carry
             c2 = s2 < s1
-            carry = np.uint64(c1 or c2)
-            d1 = x - u
-            b1 = x < u
-            d2 = d1 - borrow
-            b2 = d1 < borrow
-            borrow = np.uint64(b1 or b2)
-            v[w] = s2 | d2
+            carry = np.uint64(c1 | c2)
+            v[w] = s2 | (x ^ u)
     zeros = 0
     for w in range(words):
         x = ~v[w]
@@ -378,6 +376,19 @@ def _lcs_length(masks, words, len_a, codes, lo, hi, v) -> int:
     return zeros
 
 
+@njit(cache=True, nogil=True)
+def pow075_table(n: int) -> np.ndarray:
+    """``k ** 0.75`` for ``k < n`` by libm's scalar pow, FAMSA's rounding.
+
+    The LCS distances of both backends read their powers here: CUDA's pow (and
+    NumPy's vectorized one) may round differently in the last bit.
+    """
+    out = np.empty(n, dtype=np.float64)
+    for k in range(n):
+        out[k] = float(k) ** 0.75
+    return out
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def lcs_distance_matrix(
     codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, threads: int
@@ -386,7 +397,8 @@ def lcs_distance_matrix(
 
     ``d = (la + lb - 2 LCS) ** 0.75 / LCS``; where LCS = 0 FAMSA uses the largest
     float, which would overflow average linkage, so we use ``2 (la + lb) ** 0.75``,
-    still above every pair of the same lengths with LCS >= 1.
+    still above every pair of the same lengths with LCS >= 1. The powers come from
+    :func:`pow075_table`, the table the CUDA kernel reads too.
     """
     row_group, row_index, out_off = _condensed_rows(group_off)
     out = np.empty(out_off[-1], dtype=np.float64)
@@ -395,6 +407,7 @@ def lcs_distance_matrix(
     for k in range(len(ids)):
         max_len = max(max_len, offsets[ids[k] + 1] - offsets[ids[k]])
     max_words = (max_len + 63) // 64
+    pow075 = pow075_table(2 * max_len + 1)
     workers = max(min(threads, n_rows), 1)
     for w in prange(workers):
         masks = np.zeros(20 * max_words, dtype=np.uint64)
@@ -417,9 +430,8 @@ def lcs_distance_matrix(
                 b = ids[base + j]
                 lb = offsets[b + 1] - offsets[b]
                 lcs = _lcs_length(masks, words, la, codes, offsets[b], offsets[b + 1], v)
-                indel = float(la + lb - 2 * lcs)
                 if lcs == 0:
-                    out[o + j] = 2.0 * float(la + lb) ** 0.75
+                    out[o + j] = 2.0 * pow075[la + lb]
                 else:
-                    out[o + j] = indel**0.75 / float(lcs)
+                    out[o + j] = pow075[la + lb - 2 * lcs] / float(lcs)
     return out, out_off

@@ -17,7 +17,7 @@ import numpy as np
 
 from msa import kernels
 from msa.alphabet import GROUP6, N_CODES
-from msa.backends.cpu import CpuBackend
+from msa.backends.cpu_kmers import pow075_table
 from msa.kmers import MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerTables, build_kmer_tables
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 
@@ -33,15 +33,34 @@ MEMORY_FRACTION = 0.5
 #: Device bytes per residue while building struct arrays (codes, groups, keys, sort scratch).
 BUILD_BYTES_PER_RESIDUE = 48
 MAX_COUNT = 0xFFFF
-#: Most threads (columns of P2) per dp_fill block; shared memory is DP_SHARED_PER_THREAD bytes a thread.
-#: Wide blocks only for batches with fewer merges than SMs (the long merges near the root).
+#: dp_fill block shapes, one column of P2 per thread (dp_fill<K> with K = 1; K = 8 measured
+#: slower, benchmarks/NOTES.md): at most DP_THREADS threads for batches with at least as many
+#: merges as SMs, DP_FEW_THREADS for fewer (the long merges of deep trees and the root).
 DP_THREADS = 256
-DP_MAX_THREADS = 512
-DP_SHARED_PER_THREAD = 8 * (24 + 6)
+DP_FEW_THREADS = 512
+#: Most threads of each dp_fill<K> instantiation (kernels/profile_align.cu).
+DP_ALLOWED_THREADS = {1: 512}
+#: Block sizes of merge_info, traceback (warps per block) and build_parent (kernels/profile_align.cu).
+MI_THREADS = 128
+TB_WARPS = 4
+BP_THREADS = 256
 #: int64 fields of a merge record (kernels/profile_align.cu, I_*).
 N_INFO = 11
 #: Device bytes per input column of a piece (counts, column terms, map).
 ALIGN_BYTES_PER_COLUMN = 112 + 5 * 8 + 24 * 8 + 4 + 24 + 24 * 4 + 8
+#: Threads of an LCS tile: one row sequence against up to this many later members of its group.
+LCS_THREADS = 128
+#: 64-residue word counts with a register kernel (lcs_tiles_<W> in kernels/lcs_distance.cu).
+LCS_WORDS = np.array([1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32])
+#: Resident LCS blocks per SM the grids are sized for (128 threads, <= 128 registers each).
+LCS_BLOCKS_PER_SM = 16
+#: Most shared memory (bytes) for the masks of one lcs_tiles_long block; past it they go to global memory.
+LCS_LONG_SHARED = 96 * 1024
+#: Most bytes of global V scratch for the rows longer than LCS_WORDS[-1] words.
+LCS_LONG_SCRATCH = 1 << 28
+#: Device bytes per residue (codes) and per pair (output, tiles) of an LCS piece.
+LCS_BYTES_PER_RESIDUE = 1
+LCS_BYTES_PER_PAIR = 8 + 16 / LCS_THREADS
 
 
 class DeviceKmerTables(KmerTables):
@@ -84,7 +103,7 @@ class DeviceKmerTables(KmerTables):
 
 
 class CudaBackend:
-    """Runs the guide-tree stage and the progressive merges on one GPU; the LCS matrices stay on the CPU."""
+    """Runs the guide-tree stage and the progressive merges on one GPU."""
 
     name = "cuda"
 
@@ -93,7 +112,6 @@ class CudaBackend:
         (default: MEMORY_FRACTION of the free memory); tests lower it to force the splitting."""
         self.device = device
         self.memory_limit = memory_limit
-        self._cpu = CpuBackend()
         with cp.cuda.Device(device) as dev:
             self.n_sm = int(dev.attributes["MultiProcessorCount"])
         module = kernels.load("kmer_counts", (("NR_THREADS", NEAREST_THREADS),), device)
@@ -104,92 +122,113 @@ class CudaBackend:
         self._matrix.max_dynamic_shared_size_bytes = MATRIX_SHARED
         align = kernels.load("profile_align", (), device)
         self._column_setup = align.get_function("column_setup")
-        self._dp_fill = align.get_function("dp_fill")
-        self._dp_fill.max_dynamic_shared_size_bytes = DP_MAX_THREADS * DP_SHARED_PER_THREAD
+        self._merge_info = align.get_function("merge_info")
+        self._dp_fill = {k: align.get_function(f"dp_fill{k}") for k in DP_ALLOWED_THREADS}
+        for k, fn in self._dp_fill.items():
+            fn.max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[k], k)
         self._traceback = align.get_function("traceback")
         self._build_parent = align.get_function("build_parent")
 
     # ---- progressive stage
+    xp = cp  # profile tables and maps stay CuPy arrays between levels
+
+    @staticmethod
+    def to_host(a: cp.ndarray) -> np.ndarray:
+        """Device array to a NumPy array (one copy)."""
+        return cp.asnumpy(a)
+
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch on the GPU (kernels/profile_align.cu; equal to the CPU's).
 
-        Merges are cut into pieces that fit the free device memory; each piece
-        uploads its profiles once and brings back only maps and parent counts.
+        ``batch.counts`` may be a host or device array; maps and parent counts stay
+        on the device. Merges are cut into pieces that fit the free device memory;
+        each piece waits for the device once, to learn its parents' widths.
         """
         off = np.ascontiguousarray(batch.col_offsets, dtype=np.int64)
         n_merges = batch.n_merges
-        maps = np.empty(off[-1], dtype=np.int64)
-        parents: list[np.ndarray] = []
+        parents: list[cp.ndarray] = []
         lengths: list[np.ndarray] = []
         w = np.diff(off)
         wa, wb = w[0::2], w[1::2]
         cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112 + 32) + (wa + 8) * (wb + 8) + 64
         with cp.cuda.Device(self.device):
-            d_m = cp.asarray(batch.matrix, dtype=cp.int64)
-            d_g = cp.asarray(batch.gaps, dtype=cp.int64)
+            maps = cp.empty(int(off[-1]), dtype=cp.int64)
+            consts = np.concatenate((np.ravel(batch.matrix), np.ravel(batch.gaps))).astype(np.int64)
 
             def piece(lo: int, hi: int) -> None:
                 a, b = off[2 * lo], off[2 * hi]
-                piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, d_m, d_g)
+                piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, consts)
                 maps[a:b] = piece_maps
                 parents.append(piece_parents)
                 lengths.append(piece_lengths)
 
             if n_merges:
                 _run_in_pieces(cost, piece)
-        counts = np.concatenate(parents) if parents else np.zeros((0, N_COUNTS), dtype=np.int32)
+            if len(parents) == 1:
+                counts = parents[0]
+            elif parents:
+                counts = cp.concatenate(parents)
+            else:
+                counts = cp.zeros((0, N_COUNTS), dtype=cp.int32)
         parent_off = np.zeros(n_merges + 1, dtype=np.int64)
         if lengths:
             np.cumsum(np.concatenate(lengths), out=parent_off[1:])
         return AlignResult(maps, counts, parent_off)
 
     def _align_piece(
-        self, batch: AlignBatch, lo: int, hi: int, d_m: cp.ndarray, d_g: cp.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths)."""
+        self, batch: AlignBatch, lo: int, hi: int, consts: np.ndarray
+    ) -> tuple[cp.ndarray, cp.ndarray, np.ndarray]:
+        """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths).
+
+        One upload (offsets, sizes, scratch offsets, matrix, gaps), six launches,
+        one wait (the parent widths).
+        """
         off = batch.col_offsets
         a, b = int(off[2 * lo]), int(off[2 * hi])
         n, n_cols = hi - lo, b - a
         col_off = np.ascontiguousarray(off[2 * lo : 2 * hi + 1] - a, dtype=np.int64)
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
-        counts = cp.asarray(np.ascontiguousarray(batch.counts[a:b], dtype=np.int32))
-        d_col_off = cp.asarray(col_off)
+        counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
+        info, t, k, sizes = _merge_records(col_off, few=n < self.n_sm)
+        meta = cp.asarray(np.concatenate((col_off, n_seqs, consts, info.ravel())))
+        d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
+        d_m, d_g = meta[4 * n + 1 : 4 * n + 1 + N_CODES * N_CODES], meta[4 * n + 1 + N_CODES * N_CODES :][:4]
+        d_info = meta[len(meta) - n * N_INFO :]
         terms = [cp.empty(n_cols, dtype=cp.int64) for _ in range(5)]  # gapc, res, start, cont, retype
         s2 = cp.empty((n_cols, N_CODES), dtype=cp.int64)
         nnz = cp.empty(n_cols, dtype=cp.int32)
+        nzc = cp.empty(n_cols, dtype=cp.int32)
         codes = cp.empty((n_cols, N_CODES), dtype=cp.uint8)
         mult = cp.empty((n_cols, N_CODES), dtype=cp.int32)
         self._column_setup(
             ((n_cols + 127) // 128,), (128,),
-            (counts, np.int64(n_cols), d_col_off, np.int64(2 * n), cp.asarray(n_seqs), d_m, d_g,
-             *terms, s2, nnz, codes, mult),
+            (counts, np.int64(n_cols), d_col_off, np.int64(2 * n), d_n_seqs, d_m, d_g,
+             *terms, s2, nnz, codes, mult, nzc),
         )
-        widest = DP_THREADS if n >= self.n_sm else DP_MAX_THREADS
-        info, t, sizes = _merge_records(counts, d_col_off, col_off, n_seqs, widest)
-        d_info = cp.asarray(info)
+        self._merge_info((n,), (MI_THREADS,), (d_col_off, d_n_seqs, nzc, d_info))
         rows = [cp.empty(max(sizes["rows"], 1), dtype=cp.int64) for _ in range(3)]
         h0 = cp.empty(max(sizes["cols"], 1), dtype=cp.int64)
         dirs = cp.empty(max(sizes["dirs"] // 8, 1), dtype=cp.uint64)
         final3 = cp.empty(3 * n, dtype=cp.int64)
-        self._dp_fill(
+        self._dp_fill[k](
             (n,), (t,),
             (d_info, d_g, *terms, s2, nnz, codes, mult, *rows, h0, dirs, final3),
-            shared_mem=t * DP_SHARED_PER_THREAD,
+            shared_mem=_dp_shared(t, k),
         )
-        del s2, codes, mult, rows, h0, terms
+        del s2, codes, mult, rows, h0, terms, nzc
         paths = cp.empty(max(n_cols, 1), dtype=cp.uint8)
         lengths = cp.empty(n, dtype=cp.int64)
-        grid = ((n + 127) // 128,)
-        self._traceback(grid, (128,), (d_info, np.int64(n), dirs, final3, paths, lengths))
+        self._traceback(
+            ((n + TB_WARPS - 1) // TB_WARPS,), (32 * TB_WARPS,), (d_info, np.int64(n), dirs, final3, paths, lengths)
+        )
         del dirs
         parent_off = cp.zeros(n + 1, dtype=cp.int64)
         cp.cumsum(lengths, out=parent_off[1:])
-        parents = cp.empty((int(parent_off[-1]), N_COUNTS), dtype=cp.int32)
+        parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32)  # a parent is at most as wide as its two children
         maps = cp.empty(n_cols, dtype=cp.int64)
-        self._build_parent(
-            ((n + 3) // 4,), (128,), (d_info, np.int64(n), counts, paths, lengths, parent_off, maps, parents)
-        )
-        return maps.get(), parents.get(), lengths.get()
+        self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, parents))
+        widths = lengths.get()
+        return maps, parents[: int(widths.sum())], widths
 
     # ---- guide-tree stage
     def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray) -> DeviceKmerTables:
@@ -270,8 +309,93 @@ class CudaBackend:
     def lcs_distance_matrix(
         self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Condensed FAMSA indel075_div_lcs matrices (on the CPU until an LCS kernel exists)."""
-        return self._cpu.lcs_distance_matrix(codes, offsets, ids, group_off)
+        """Condensed FAMSA indel075_div_lcs matrices of many groups (kernels/lcs_distance.cu; equal to the CPU's).
+
+        Groups are cut into pieces that fit the free device memory; a piece
+        uploads only its own sequences' codes and brings back its distances.
+        """
+        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        group_off = np.ascontiguousarray(group_off, dtype=np.int64)
+        sizes = np.diff(group_off)
+        pairs = sizes * (sizes - 1) // 2
+        out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(pairs, out=out_off[1:])
+        out = np.empty(out_off[-1], dtype=np.float64)
+        if out_off[-1] == 0:
+            return out, out_off
+        lens = offsets[ids + 1] - offsets[ids]
+        res_cum = np.concatenate(([0], np.cumsum(lens)))
+        with cp.cuda.Device(self.device):
+            d_pow = cp.asarray(pow075_table(2 * max(int(lens.max()), 1) + 1))
+
+            def piece(lo: int, hi: int) -> None:
+                a, b = group_off[lo], group_off[hi]
+                out[out_off[lo] : out_off[hi]] = self._lcs_piece(
+                    codes, offsets, ids[a:b], group_off[lo : hi + 1] - a, d_pow
+                )
+
+            residues = res_cum[group_off[1:]] - res_cum[group_off[:-1]]
+            cost = LCS_BYTES_PER_PAIR * pairs + LCS_BYTES_PER_RESIDUE * residues + 64 * sizes + 64
+            _run_in_pieces(cost, piece, self.memory_limit)
+        return out, out_off
+
+    def _lcs_piece(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, d_pow: cp.ndarray
+    ) -> np.ndarray:
+        """One launch per word class for the condensed LCS matrices of these groups (host result)."""
+        module = kernels.load("lcs_distance", (), self.device)
+        lens = offsets[ids + 1] - offsets[ids]
+        seq_off = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lens, out=seq_off[1:])
+        gather = np.arange(seq_off[-1], dtype=np.int64) + np.repeat(offsets[ids] - seq_off[:-1], lens)
+        plan = _lcs_tiles(group_off, lens)
+        out = cp.empty(int(plan["out_off"][-1]), dtype=cp.float64)
+        d = {k: cp.asarray(plan[k]) for k in ("group_off", "out_off", "row_group", "row_index", "tile_row", "tile_j0")}
+        args = (cp.asarray(codes[gather]), cp.asarray(seq_off), d["group_off"], d["out_off"],
+                d["row_group"], d["row_index"])
+        bounds = plan["class_off"]
+        for k in range(len(LCS_WORDS) + 1):
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            if lo == hi:
+                continue
+            tiles = (d["tile_row"][lo:hi], d["tile_j0"][lo:hi], np.int64(hi - lo), d_pow, out)
+            blocks = min(hi - lo, LCS_BLOCKS_PER_SM * self.n_sm)
+            if k < len(LCS_WORDS):
+                w = int(LCS_WORDS[k])
+                module.get_function(f"lcs_tiles_{w}")(
+                    (blocks,), (LCS_THREADS,), (*args, *tiles), shared_mem=20 * w * 8
+                )
+                continue
+            words = int(plan["long_words"])
+            blocks = max(1, min(blocks, LCS_LONG_SCRATCH // (8 * words * LCS_THREADS)))
+            scratch = cp.empty(words * blocks * LCS_THREADS, dtype=cp.uint64)
+            mask_bytes = 20 * words * 8
+            in_global = mask_bytes > LCS_LONG_SHARED
+            masks = cp.empty(blocks * 20 * words if in_global else 1, dtype=cp.uint64)
+            kernel = module.get_function("lcs_tiles_long")
+            shared = 0 if in_global else mask_bytes
+            kernel.max_dynamic_shared_size_bytes = max(shared, 1)
+            kernel(
+                (blocks,), (LCS_THREADS,),
+                (*args, *tiles, np.int64(words), np.int32(in_global), masks, scratch), shared_mem=shared,
+            )
+        return out.get()
+
+    # ---- LCS guide-tree operations: delegated to the CPU until GPU kernels exist
+    # (owner: guide-tree accuracy work; see msa/backends/cpu_lcs_tree.py).
+    def lcs_nearest_reference(self, codes, offsets, ref_ids, ref_off, member_ids, member_node):
+        """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
+        from msa.backends.cpu import CpuBackend
+
+        return CpuBackend().lcs_nearest_reference(codes, offsets, ref_ids, ref_off, member_ids, member_node)
+
+    def lcs_prim_mst(self, codes, offsets, ids):
+        """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
+        from msa.backends.cpu import CpuBackend
+
+        return CpuBackend().lcs_prim_mst(codes, offsets, ids)
 
     # ---- helpers
     @staticmethod
@@ -354,6 +478,39 @@ class CudaBackend:
         return out.get()
 
 
+def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
+    """Tiles of the condensed LCS matrices, ordered by the word class of their row sequence.
+
+    Row ``r`` (member ``row_index`` of group ``row_group``) against later
+    members ``tile_j0 .. tile_j0 + LCS_THREADS``; the tiles of class ``k``
+    (``LCS_WORDS[k]`` words, the last class: longer rows, of at most
+    ``long_words`` words) are ``class_off[k] .. class_off[k + 1]``.
+    """
+    sizes = np.diff(group_off)
+    rows = np.maximum(sizes - 1, 0)
+    n_rows = int(rows.sum())
+    row_group = np.repeat(np.arange(len(sizes), dtype=np.int64), rows)
+    row_index = np.arange(n_rows, dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)
+    out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes * (sizes - 1) // 2, out=out_off[1:])
+    row_tiles = -(-(sizes[row_group] - 1 - row_index) // LCS_THREADS)
+    words = np.maximum(-(-lens[group_off[row_group] + row_index] // 64), 1)
+    row_class = np.searchsorted(LCS_WORDS, words)
+    n_tiles = int(row_tiles.sum())
+    tile_row = np.repeat(np.arange(n_rows, dtype=np.int64), row_tiles)
+    first = np.repeat(np.cumsum(row_tiles) - row_tiles, row_tiles)
+    tile_j0 = row_index[tile_row] + 1 + LCS_THREADS * (np.arange(n_tiles, dtype=np.int64) - first)
+    order = np.argsort(row_class[tile_row], kind="stable")
+    class_off = np.zeros(len(LCS_WORDS) + 2, dtype=np.int64)
+    np.cumsum(np.bincount(row_class[tile_row], minlength=len(LCS_WORDS) + 1), out=class_off[1:])
+    long_rows = row_class == len(LCS_WORDS)
+    return {
+        "group_off": group_off, "out_off": out_off, "row_group": row_group, "row_index": row_index,
+        "tile_row": tile_row[order], "tile_j0": tile_j0[order], "class_off": class_off,
+        "long_words": np.int64(words[long_rows].max() if long_rows.any() else 0),
+    }
+
+
 def _sorted_runs(codes: np.ndarray, offsets: np.ndarray, seq0: int) -> tuple[cp.ndarray, ...]:
     """Sorted 6-mer runs of some sequences: (sequence id, code, count) per run, windows per sequence."""
     n = len(offsets) - 1
@@ -410,39 +567,32 @@ def _interleave(n, run_seq, run_code, run_count, windows, lengths: np.ndarray) -
     )
 
 
-def _merge_records(
-    counts: cp.ndarray, d_col_off: cp.ndarray, col_off: np.ndarray, n_seqs: np.ndarray, max_threads: int
-) -> tuple[np.ndarray, int, dict[str, int]]:
-    """Per-merge records for the DP kernels, the dp_fill block size, and the scratch sizes.
+def _dp_shared(threads: int, k: int) -> int:
+    """Dynamic shared memory of a dp_fill<k> block (S2 of its columns, exchange buffers)."""
+    return 8 * threads * (N_CODES * k + 6)
 
-    Which profile plays P1 is FAMSA's rule (``cpu_align._first_is_p1``), from
-    the nonzero cells of every profile counted on the device.
+
+def _merge_records(col_off: np.ndarray, few: bool) -> tuple[np.ndarray, int, int, dict[str, int]]:
+    """Per-merge records for the DP kernels (scratch offsets; merge_info fills in the roles),
+    the dp_fill block size and columns per thread (K), and the scratch sizes.
+
+    Which profile plays P1 is decided on the device, so the scratch is sized for
+    either choice: direction bytes for the larger of W2 * roundup8(W1), rows and
+    row-0 values for the wider profile.
     """
-    per_col = (counts != 0).sum(axis=1) + (counts[:, N_CODES:].sum(axis=1) != 0)
-    cum = cp.zeros(len(per_col) + 1, dtype=cp.int64)
-    cp.cumsum(per_col, out=cum[1:])
-    nonzero = (cum[d_col_off[1:]] - cum[d_col_off[:-1]]).get()
     w = np.diff(col_off)
-    wa, wb, na, nb = w[0::2], w[1::2], n_seqs[0::2], n_seqs[1::2]
-    za, zb = nonzero[0::2], nonzero[1::2]
-    first = (na == 1) | ((nb != 1) & (za * wb < zb * wa))
-    w1, w2 = np.where(first, wa, wb), np.where(first, wb, wa)
-    r1 = (w1 + 7) // 8 * 8
-    info = np.empty((len(wa), N_INFO), dtype=np.int64)
-    info[:, 0] = np.where(first, col_off[0:-1:2], col_off[1::2])
-    info[:, 1] = w1
-    info[:, 2] = np.where(first, na, nb)
-    info[:, 3] = np.where(first, col_off[1::2], col_off[0:-1:2])
-    info[:, 4] = w2
-    info[:, 5] = np.where(first, nb, na)
-    info[:, 6] = (na == 1) & (nb == 1)
+    wa, wb = w[0::2], w[1::2]
+    wide = np.maximum(wa, wb)
+    info = np.zeros((len(wa), N_INFO), dtype=np.int64)
+    dirs = np.maximum(wb * ((wa + 7) // 8 * 8), wa * ((wb + 7) // 8 * 8))
     sizes = {}
-    for field, name, size in ((7, "dirs", w2 * r1), (8, "rows", w1 + 1), (9, "cols", w2 + 1), (10, "path", w1 + w2)):
+    for field, name, size in ((7, "dirs", dirs), (8, "rows", wide + 1), (9, "cols", wide + 1), (10, "path", wa + wb)):
         ends = np.cumsum(size)
         info[:, field] = ends - size
         sizes[name] = int(ends[-1])
-    threads = int(min(max_threads, max(32, -(-int(w2.max()) // 32) * 32)))
-    return info, threads, sizes
+    widest = int(wide.max())
+    threads = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32))
+    return info, threads, 1, sizes
 
 
 def _free_bytes() -> int:

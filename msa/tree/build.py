@@ -6,8 +6,8 @@ import numpy as np
 from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
-from msa.tree.linkage import ExactMethod, batch_linkage, finalize, graft
-from msa.tree.parttree import group_distances, parttree
+from msa.tree.linkage import ExactMethod, batch_linkage, finalize, graft, prim_single_linkage
+from msa.tree.parttree import exact_limit, group_distances, parttree
 
 
 def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
@@ -16,8 +16,9 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
     ``upgma``/``single`` build an exact tree from the full distance matrix
     (refused past ``exact_tree_max`` sequences, where the matrix would not fit);
     ``parttree`` always splits the root; ``auto`` is an exact tree (linkage
-    ``params.linkage``) up to ``exact_tree_max`` sequences and PartTree above,
-    whose exact subtrees use the same linkage.
+    ``params.linkage``) up to ``exact_tree_max`` sequences (``mst_tree_max`` for
+    single linkage over LCS, built by Prim without the matrix) and PartTree
+    above, whose exact subtrees use the same linkage.
 
     Example:
         >>> from msa.backends.cpu import CpuBackend
@@ -30,12 +31,12 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
         raise ValueError("no sequences to build a guide tree from")
     method = params.guide_tree
     if method == "auto":
-        method = params.linkage if n <= params.exact_tree_max else "parttree"
+        method = params.linkage if n <= exact_limit(params, params.linkage) else "parttree"
     needs_kmers = method == "parttree" or params.distance == "kmer"
     tables = backend.kmer_tables(db.codes, db.offsets) if needs_kmers else None
     if method == "parttree":
         return parttree(db, tables, params, backend, params.linkage)
-    if n > params.exact_tree_max:
+    if n > exact_limit(params, method):
         raise ValueError(
             f"guide_tree={method!r} needs the full distance matrix of {n} sequences, more than "
             f"exact_tree_max={params.exact_tree_max}; use 'parttree' or raise exact_tree_max"
@@ -44,14 +45,17 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
 
 
 def exact_tree(db: SeqDB, tables, params: AlignParams, backend, method: ExactMethod) -> GuideTree:
-    """UPGMA or single-linkage tree over all of ``db`` from its full distance matrix."""
+    """UPGMA or single-linkage tree over all of ``db``, from its full distance matrix up to exact_tree_max."""
     n = len(db)
     ids = np.arange(n, dtype=np.int64)
     off = np.array([0, n], dtype=np.int64)
     if n == 1:
         return GuideTree(1, np.zeros((0, 2), dtype=np.int64), np.zeros(0))
-    dist, dist_off = group_distances(db, tables, ids, off, params, backend)
-    merges, heights = batch_linkage(dist, dist_off, off, method == "single")
+    if n > params.exact_tree_max:  # single linkage over LCS, within mst_tree_max
+        merges, heights = prim_single_linkage(db.codes, db.offsets, ids, backend)
+    else:
+        dist, dist_off = group_distances(db, tables, ids, off, params, backend)
+        merges, heights = batch_linkage(dist, dist_off, off, method == "single")
     left = np.full(2 * n - 1, -1, dtype=np.int64)
     right = np.full(2 * n - 1, -1, dtype=np.int64)
     height = np.zeros(2 * n - 1)

@@ -113,10 +113,7 @@ def _upgma(d: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
 
 @njit(cache=True, nogil=True)
 def _single_linkage(d: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
-    """Single linkage from Prim's minimum spanning tree (from leaf 0), O(s^2).
-
-    MST edges are joined in order of weight (ties in Prim order) with union-find.
-    """
+    """Single linkage from Prim's minimum spanning tree (from leaf 0), O(s^2)."""
     in_tree = np.zeros(s, dtype=np.bool_)
     best = np.full(s, np.inf)
     via = np.zeros(s, dtype=np.int64)
@@ -140,6 +137,27 @@ def _single_linkage(d: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
         edge_a[step], edge_b[step], edge_w[step] = via[nxt], nxt, nxt_d
         in_tree[nxt] = True
         cur = nxt
+    return mst_linkage(edge_a, edge_b, edge_w, s)
+
+
+def prim_single_linkage(codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, backend) -> tuple[np.ndarray, np.ndarray]:
+    """Single-linkage LCS tree (local merges) of one group without its distance matrix.
+
+    The backend's Prim computes each distance row when its vertex joins, so memory
+    is O(n); the tree is the one the full-matrix path builds from the same distances.
+    """
+    edge_a, edge_b, edge_w = backend.lcs_prim_mst(codes, offsets, ids)
+    return mst_linkage(edge_a, edge_b, edge_w, len(ids))
+
+
+@njit(cache=True, nogil=True)
+def mst_linkage(
+    edge_a: np.ndarray, edge_b: np.ndarray, edge_w: np.ndarray, s: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Single-linkage merges (local ids) from the s-1 edges of a minimum spanning tree.
+
+    Edges are joined in order of weight, ties in the given (Prim) order, with union-find.
+    """
     order = np.argsort(edge_w, kind="mergesort")
     parent = np.arange(s)
     label = np.arange(s)

@@ -1,5 +1,6 @@
 """The GPU profile-profile DP against its CPU oracle: equal column maps and parent counts,
-on fresh random sequence and profile pairs of many shapes, in one batch and split in pieces."""
+on fresh random sequence and profile pairs of many shapes, in one batch and split in pieces,
+with narrow and wide dp_fill blocks; and the device-resident progressive driver against the CPU's."""
 from __future__ import annotations
 
 import numpy as np
@@ -67,9 +68,12 @@ def batch_of(rng, shapes: list[tuple[int, int, int, int]], alphabet: int = 20) -
 
 
 def assert_same(gpu, cpu) -> None:
+    """``gpu`` holds device arrays (maps, counts), ``cpu`` NumPy ones."""
+    import cupy
+
     np.testing.assert_array_equal(gpu.col_offsets, cpu.col_offsets)
-    np.testing.assert_array_equal(gpu.maps, cpu.maps)
-    np.testing.assert_array_equal(gpu.counts, cpu.counts)
+    np.testing.assert_array_equal(cupy.asnumpy(gpu.maps), cpu.maps)
+    np.testing.assert_array_equal(cupy.asnumpy(gpu.counts), cpu.counts)
 
 
 SHAPES = [
@@ -122,3 +126,60 @@ def test_pieces(cuda_backend, monkeypatch):
     batch = batch_of(np.random.default_rng(3), SHAPES[:8])
     monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+
+
+@pytest.mark.parametrize("few_threads", [32, 64])
+def test_narrow_blocks(cuda_backend, monkeypatch, few_threads):
+    """Narrow blocks force many chunks per merge (the last column carried in global memory)."""
+    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
+    rng = np.random.default_rng(21 + few_threads)
+    batch = batch_of(rng, SHAPES + [(1, 300, 16, 1000), (3, 517, 1, 290)])
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+
+
+def test_wide_batch(cuda_backend):
+    """At least as many merges as SMs: one column per thread (the leaves' levels)."""
+    rng = np.random.default_rng(9)
+    shapes = [(1, int(rng.integers(1, 300)), 1, int(rng.integers(1, 300))) for _ in range(cuda_backend.n_sm + 8)]
+    batch = batch_of(rng, shapes)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+
+
+def test_device_batch(cuda_backend):
+    """Counts already on the device (as the progressive driver passes them) give the same result."""
+    import cupy
+
+    batch = batch_of(np.random.default_rng(13), SHAPES[:6])
+    want = CPU.profile_align(batch)
+    batch.counts = cupy.asarray(batch.counts)
+    assert_same(cuda_backend.profile_align(batch), want)
+
+
+@pytest.mark.parametrize("shape", ["caterpillar", "balanced"])
+def test_progressive_on_device(cuda_backend, shape):
+    """The one progressive driver: device-resident on CUDA, the same columns as on the CPU."""
+    from msa.progressive import progressive_align
+    from msa.tree.guide_tree import GuideTree
+
+    rng = np.random.default_rng(17)
+    seqs = related(rng, 70, 120)
+    from msa.seqdb import SeqDB
+
+    db = SeqDB.from_pairs([(f"s{k}", bytes(b"ARNDCQEGHILKMFPSTWYV"[c] for c in s)) for k, s in enumerate(seqs)])
+    n = len(db)
+    if shape == "caterpillar":
+        children = [[0, 1]] + [[n + k - 1, k + 1] for k in range(1, n - 1)]
+    else:
+        nodes, children = list(range(n)), []
+        while len(nodes) > 1:
+            nxt = []
+            for a, b in zip(nodes[0::2], nodes[1::2]):
+                children.append([a, b])
+                nxt.append(n + len(children) - 1)
+            nodes = nxt + nodes[len(nodes) // 2 * 2 :]
+    tree = GuideTree(n, np.array(children), np.arange(n - 1, dtype=float))
+    g = gap_costs(AlignParams(), n)
+    want = progressive_align(db, tree, MATRIX, g, CPU)
+    got = progressive_align(db, tree, MATRIX, g, cuda_backend)
+    assert got[1] == want[1]
+    np.testing.assert_array_equal(got[0], want[0])

@@ -9,7 +9,7 @@ from msa.backends.cpu import CpuBackend
 from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, build_guide_tree
-from msa.tree.linkage import batch_linkage
+from msa.tree.linkage import batch_linkage, prim_single_linkage
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
 BACKEND = CpuBackend()
@@ -133,3 +133,60 @@ def test_large_parttree_deterministic_per_seed() -> None:
     small = db.subset(np.arange(0, len(db), 10))
     for seed in (4, 5):
         assert_valid(build_guide_tree(small, params.with_(seed=seed, exact_tree_max=2), BACKEND), len(small))
+
+
+@pytest.mark.parametrize("distance,pick_tree", [("kmer", "mafft"), ("lcs", "single"), ("lcs", "link")])
+@pytest.mark.parametrize("thin", [0.0, 0.7])
+def test_parttree_modes_keep_clusters_as_clades(distance: str, pick_tree: str, thin: float) -> None:
+    db, labels = family(np.random.default_rng(11), 6, 40, 120)
+    params = AlignParams(
+        guide_tree="parttree", partsize=30, exact_tree_max=16, parttree_distance=distance,
+        pick_tree=pick_tree, thin_factor=thin,
+    )
+    tree = build_guide_tree(db, params, BACKEND)
+    assert_valid(tree, len(db))
+    assert np.array_equal(tree.children, build_guide_tree(db, params, BACKEND).children)
+    found = clade_sets(tree)
+    assert all(frozenset(np.flatnonzero(labels == c).tolist()) in found for c in range(6))
+
+
+def test_prim_mst_gives_the_full_matrix_tree() -> None:
+    """O(n)-memory Prim builds the same single-linkage tree as the condensed-matrix path."""
+    db, _ = family(np.random.default_rng(12), 7, 30, 90)
+    ids = np.random.default_rng(0).permutation(len(db))
+    off = np.array([0, len(ids)])
+    dist, dist_off = BACKEND.lcs_distance_matrix(db.codes, db.offsets, ids, off)
+    want_m, want_h = batch_linkage(dist, dist_off, off, True)
+    got_m, got_h = prim_single_linkage(db.codes, db.offsets, ids, BACKEND)
+    assert np.array_equal(got_m, want_m)
+    assert np.array_equal(got_h, want_h)
+    full = build_guide_tree(db, AlignParams(exact_tree_max=len(db)), BACKEND)
+    prim = build_guide_tree(db, AlignParams(exact_tree_max=8, mst_tree_max=len(db)), BACKEND)
+    assert np.array_equal(prim.children, full.children)
+    assert np.array_equal(prim.heights, full.heights)
+
+
+def test_lcs_nearest_reference_matches_full_matrix() -> None:
+    db, _ = family(np.random.default_rng(13), 3, 25, 80)
+    n = len(db)
+    members = np.arange(n)
+    node = (members >= 40).astype(np.int64)
+    refs = np.array([0, 7, 30, 40, 41, 60, 74])
+    ref_off = np.array([0, 3, 7])
+    nearest, dist, link, link_off = BACKEND.lcs_nearest_reference(
+        db.codes, db.offsets, refs, ref_off, members, node
+    )
+    full, _ = BACKEND.lcs_distance_matrix(db.codes, db.offsets, members, np.array([0, n]))
+    square = np.zeros((n, n))
+    square[np.triu_indices(n, 1)] = full
+    square += square.T
+    for k in range(2):
+        r = refs[ref_off[k] : ref_off[k + 1]]
+        mine = members[node == k]
+        d = square[np.ix_(mine, r)]
+        assert np.array_equal(nearest[mine], d.argmin(axis=1))
+        assert np.array_equal(dist[mine], d.min(axis=1))
+        want = np.full((len(r), len(r)), np.inf)
+        for row, a in zip(d, d.argmin(axis=1)):
+            want[a] = np.minimum(want[a], row)
+        assert np.array_equal(link[link_off[k] : link_off[k + 1]].reshape(len(r), len(r)), want)

@@ -1,0 +1,172 @@
+// FAMSA's indel075_div_lcs distance for all pairs of many groups (the CPU oracle is
+// msa/backends/cpu_kmers.py: lcs_distance_matrix and _lcs_length).
+//
+// Work unit: a tile = one row sequence a (position i of its group) against up to
+// blockDim.x of the later members j > i, one thread per pair. The block builds a's
+// match masks (20 standard residues x W 64-bit words) in shared memory; each thread
+// runs Hyyro's bit-parallel LCS over its column sequence b with the bit vector V in
+// registers (W a template constant; words of a above ceil(la/64) have zero masks and
+// only carry into higher words, so a larger W gives the same LCS). Rows longer than
+// the largest W go to lcs_tiles_long, whose V lives in a global scratch.
+//
+// The distance is (la + lb - 2 LCS)^0.75 / LCS, or 2 (la + lb)^0.75 where LCS = 0;
+// x^0.75 is read from a host-built table (pow075[k] = k ** 0.75 by the CPU's own
+// libm pow), because CUDA's pow need not round like the host's. The division is
+// IEEE in both, so every distance is bit-identical to the CPU's.
+
+#define LCS_ALPHA 20  // only codes 0..19 match (FAMSA's ComputeBitMasks)
+
+typedef unsigned long long u64;
+
+// Tile t: row r = tile_row[t] (piece-wide row numbering), first column tile_j0[t].
+struct Tile {
+    long long g, i, j0, base, s, a, la, o;
+};
+
+__device__ __forceinline__ Tile tile_at(long long t, const long long* tile_row, const long long* tile_j0,
+                                        const long long* row_group, const long long* row_index,
+                                        const long long* group_off, const long long* out_off,
+                                        const long long* seq_off) {
+    Tile x;
+    const long long r = tile_row[t];
+    x.g = row_group[r];
+    x.i = row_index[r];
+    x.j0 = tile_j0[t];
+    x.base = group_off[x.g];
+    x.s = group_off[x.g + 1] - x.base;
+    x.a = x.base + x.i;
+    x.la = seq_off[x.a + 1] - seq_off[x.a];
+    x.o = out_off[x.g] + x.i * x.s - x.i * (x.i + 1) / 2 - x.i - 1;  // condensed row start (+ j)
+    return x;
+}
+
+// Zero then fill the masks of sequence a (stride W words per residue code).
+__device__ __forceinline__ void build_masks(u64* m, long long words, const unsigned char* codes,
+                                            long long start, long long la) {
+    for (long long k = threadIdx.x; k < LCS_ALPHA * words; k += blockDim.x) m[k] = 0ull;
+    __syncthreads();
+    for (long long p = threadIdx.x; p < la; p += blockDim.x) {
+        const unsigned c = codes[start + p];
+        if (c < LCS_ALPHA) atomicOr(&m[c * words + (p >> 6)], 1ull << (p & 63));
+    }
+    __syncthreads();
+}
+
+// Zeros of V below bit la (the LCS length).
+__device__ __forceinline__ long long count_lcs(u64 x, long long w, long long la) {
+    x = ~x;
+    const long long bits = la - 64 * w;
+    if (bits <= 0) return 0;
+    if (bits < 64) x &= (1ull << bits) - 1ull;
+    return __popcll(x);
+}
+
+__device__ __forceinline__ double lcs_distance(long long lcs, long long la, long long lb, const double* pow075) {
+    if (lcs == 0) return 2.0 * __ldg(&pow075[la + lb]);
+    return __ldg(&pow075[la + lb - 2 * lcs]) / (double)lcs;
+}
+
+template <int W>
+__device__ __forceinline__ void lcs_tiles(const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
+                                          const long long* __restrict__ group_off, const long long* __restrict__ out_off,
+                                          const long long* __restrict__ row_group, const long long* __restrict__ row_index,
+                                          const long long* __restrict__ tile_row, const long long* __restrict__ tile_j0,
+                                          long long n_tiles, const double* __restrict__ pow075,
+                                          double* __restrict__ out) {
+    extern __shared__ u64 masks[];
+    for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        const Tile x = tile_at(t, tile_row, tile_j0, row_group, row_index, group_off, out_off, seq_off);
+        __syncthreads();  // the previous tile's threads are done with the masks
+        build_masks(masks, W, codes, seq_off[x.a], x.la);
+        const long long j = x.j0 + threadIdx.x;
+        if (j >= x.s) continue;
+        const long long b = x.base + j;
+        const long long lo = seq_off[b], hi = seq_off[b + 1];
+        u64 v[W];
+#pragma unroll
+        for (int w = 0; w < W; ++w) v[w] = ~0ull;
+        for (long long k = lo; k < hi; ++k) {
+            const unsigned c = codes[k];
+            if (c >= LCS_ALPHA) continue;
+            const u64* m = masks + c * W;
+            u64 carry = 0ull;
+#pragma unroll
+            for (int w = 0; w < W; ++w) {
+                // V' = (V + U) | (V - U) with U = V & M; U is a subset of V, so V - U = V & ~M.
+                const u64 mw = m[w];
+                const u64 xw = v[w];
+                const u64 u = xw & mw;
+                const u64 s1 = xw + u;
+                const u64 s2 = s1 + carry;
+                carry = (u64)((s1 < xw) | (s2 < s1));
+                v[w] = s2 | (xw & ~mw);
+            }
+        }
+        long long lcs = 0;
+#pragma unroll
+        for (int w = 0; w < W; ++w) lcs += count_lcs(v[w], w, x.la);
+        out[x.o + j] = lcs_distance(lcs, x.la, hi - lo, pow075);
+    }
+}
+
+#define LCS_ARGS                                                                                                   \
+    const unsigned char *codes, const long long *seq_off, const long long *group_off, const long long *out_off,      \
+        const long long *row_group, const long long *row_index, const long long *tile_row, const long long *tile_j0, \
+        long long n_tiles, const double *pow075, double *out
+#define LCS_PASS codes, seq_off, group_off, out_off, row_group, row_index, tile_row, tile_j0, n_tiles, pow075, out
+#define LCS_ENTRY(W) \
+    extern "C" __global__ void lcs_tiles_##W(LCS_ARGS) { lcs_tiles<W>(LCS_PASS); }
+
+// Word counts with a register kernel; a row of `words` goes to the smallest W >= words
+// (keep in step with cuda.LCS_WORDS).
+LCS_ENTRY(1)
+LCS_ENTRY(2)
+LCS_ENTRY(3)
+LCS_ENTRY(4)
+LCS_ENTRY(5)
+LCS_ENTRY(6)
+LCS_ENTRY(8)
+LCS_ENTRY(10)
+LCS_ENTRY(12)
+LCS_ENTRY(16)
+LCS_ENTRY(24)
+LCS_ENTRY(32)
+
+// Rows of more than 32 words (`words`: the most of the launch): masks in shared memory, or
+// where they do not fit (global_masks != 0) in masks_global[blockIdx.x * 20 * words];
+// V in scratch[w * (gridDim.x * blockDim.x) + thread], coalesced across the threads.
+extern "C" __global__ void lcs_tiles_long(LCS_ARGS, long long words, int global_masks, u64* masks_global,
+                                          u64* scratch) {
+    extern __shared__ u64 shared_masks[];
+    u64* masks = global_masks ? masks_global + blockIdx.x * LCS_ALPHA * words : shared_masks;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    u64* v = scratch + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        const Tile x = tile_at(t, tile_row, tile_j0, row_group, row_index, group_off, out_off, seq_off);
+        __syncthreads();
+        build_masks(masks, words, codes, seq_off[x.a], x.la);
+        const long long j = x.j0 + threadIdx.x;
+        if (j >= x.s) continue;
+        const long long b = x.base + j;
+        const long long lo = seq_off[b], hi = seq_off[b + 1];
+        for (long long w = 0; w < words; ++w) v[w * stride] = ~0ull;
+        for (long long k = lo; k < hi; ++k) {
+            const unsigned c = codes[k];
+            if (c >= LCS_ALPHA) continue;
+            const u64* m = masks + c * words;
+            u64 carry = 0ull;
+            for (long long w = 0; w < words; ++w) {
+                const u64 mw = m[w];
+                const u64 xw = v[w * stride];
+                const u64 u = xw & mw;
+                const u64 s1 = xw + u;
+                const u64 s2 = s1 + carry;
+                carry = (u64)((s1 < xw) | (s2 < s1));
+                v[w * stride] = s2 | (xw & ~mw);
+            }
+        }
+        long long lcs = 0;
+        for (long long w = 0; w < words; ++w) lcs += count_lcs(v[w * stride], w, x.la);
+        out[x.o + j] = lcs_distance(lcs, x.la, hi - lo, pow075);
+    }
+}

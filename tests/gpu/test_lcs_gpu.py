@@ -1,0 +1,107 @@
+"""The CUDA LCS distance (kernels/lcs_distance.cu) against its CPU oracle: bit-identical matrices and trees."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from msa.alphabet import encode
+from msa.backends.cpu import CpuBackend
+from msa.params import AlignParams
+from msa.seqdb import SeqDB
+from msa.tree.build import build_guide_tree
+
+pytestmark = pytest.mark.gpu
+cuda = pytest.importorskip("msa.backends.cuda", reason="needs CuPy")
+
+CPU = CpuBackend()
+STANDARD = b"ACDEFGHIKLMNPQRSTVWY"
+ODD = b"BZXUO*J"
+
+
+def random_set(rng, lens, odd_rate: float = 0.02, n_anc: int = 4, rate: float = 0.3):
+    """Codes and offsets of sequences of these lengths: mutated copies of a few ancestors (so LCSs are long),
+    ``odd_rate`` of the residues non-standard (they never match)."""
+    lens = np.asarray(lens, dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(lens)))
+    seq = np.repeat(np.arange(len(lens)), lens)
+    pos = np.arange(offsets[-1]) - offsets[seq]
+    anc = rng.integers(0, 20, (n_anc, max(int(lens.max(initial=0)), 1)))
+    letters = np.frombuffer(STANDARD, dtype=np.uint8)[anc[rng.integers(0, n_anc, len(lens))[seq], pos]].copy()
+    mutate = rng.random(len(letters)) < rate
+    letters[mutate] = np.frombuffer(STANDARD, dtype=np.uint8)[rng.integers(0, 20, int(mutate.sum()))]
+    odd = rng.random(len(letters)) < odd_rate
+    letters[odd] = np.frombuffer(ODD, dtype=np.uint8)[rng.integers(0, len(ODD), int(odd.sum()))]
+    return encode(letters), offsets
+
+
+def groups(rng, n: int, sizes) -> tuple[np.ndarray, np.ndarray]:
+    """Random disjoint ids (in random order) for groups of these sizes."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    ids = rng.permutation(n)[: sizes.sum()]
+    return ids.astype(np.int64), np.concatenate(([0], np.cumsum(sizes)))
+
+
+def assert_equal_to_cpu(backend, codes, offsets, ids, group_off) -> None:
+    want, want_off = CPU.lcs_distance_matrix(codes, offsets, ids, group_off)
+    got, got_off = backend.lcs_distance_matrix(codes, offsets, ids, group_off)
+    np.testing.assert_array_equal(got_off, want_off)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))  # bit for bit
+
+
+SHAPES = {
+    "tiny": lambda r: (r.integers(0, 6, 400), 0.05, [1, 2, 3, 60, 300, 0, 34]),
+    "one_word": lambda r: (r.integers(30, 65, 500), 0.02, [500]),
+    "multi_word": lambda r: (r.integers(60, 400, 700), 0.02, [200, 2, 1, 330, 167]),
+    "word_edges": lambda r: (r.choice([63, 64, 65, 127, 128, 129, 191, 192, 193], 300), 0.01, [300]),
+    "odd_rich": lambda r: (r.integers(0, 200, 300), 0.6, [150, 150]),
+    "all_odd": lambda r: (r.integers(0, 30, 50), 1.0, [50]),
+    "long_rows": lambda r: (r.integers(1500, 2300, 40), 0.01, [25, 15]),  # 24, 32 and > 32 words
+    "many_groups": lambda r: (r.integers(0, 250, 2000), 0.02, r.integers(0, 12, 300)),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_matrix_equal(cuda_backend, shape):
+    rng = np.random.default_rng(sorted(SHAPES).index(shape))
+    lens, odd, sizes = SHAPES[shape](rng)
+    codes, offsets = random_set(rng, lens, odd)
+    ids, group_off = groups(rng, len(lens), sizes)
+    assert_equal_to_cpu(cuda_backend, codes, offsets, ids, group_off)
+
+
+def test_long_rows_global_masks_and_small_scratch(cuda_backend, monkeypatch):
+    """Rows past the register kernels with masks in global memory and a V scratch of a few blocks."""
+    monkeypatch.setattr(cuda, "LCS_LONG_SHARED", 1024)
+    monkeypatch.setattr(cuda, "LCS_LONG_SCRATCH", 3 * 8 * 40 * cuda.LCS_THREADS)
+    rng = np.random.default_rng(21)
+    codes, offsets = random_set(rng, rng.integers(2100, 2600, 200), 0.01)
+    ids, group_off = groups(rng, 200, [180, 20])
+    assert_equal_to_cpu(cuda_backend, codes, offsets, ids, group_off)
+
+
+def test_pieces_under_a_memory_limit():
+    rng = np.random.default_rng(22)
+    codes, offsets = random_set(rng, rng.integers(0, 200, 1200), 0.02)
+    ids, group_off = groups(rng, 1200, [70] * 15 + [1, 0, 140])
+    assert_equal_to_cpu(cuda.CudaBackend(memory_limit=1 << 14), codes, offsets, ids, group_off)
+
+
+def test_no_pairs(cuda_backend):
+    codes, offsets = random_set(np.random.default_rng(23), [5, 0, 7], 0.0)
+    got, off = cuda_backend.lcs_distance_matrix(codes, offsets, np.array([0, 1, 2]), np.array([0, 1, 2, 3]))
+    assert len(got) == 0 and list(off) == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize(("guide_tree", "n"), [("single", 900), ("upgma", 600), ("parttree", 3000)])
+def test_guide_tree_equal(cuda_backend, guide_tree, n):
+    rng = np.random.default_rng(24)
+    codes, offsets = random_set(rng, rng.integers(20, 300, n), 0.02, n_anc=12)
+    letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYVBZX*", dtype=np.uint8)[codes]
+    names = [f"s{i}" for i in range(n)]
+    db = SeqDB.from_arrays(names, names, letters, offsets)
+    params = AlignParams(guide_tree=guide_tree, distance="lcs", linkage="single", exact_tree_max=1000, seed=3)
+    want = build_guide_tree(db, params, CPU)
+    got = build_guide_tree(db, params, cuda_backend)
+    np.testing.assert_array_equal(got.children, want.children)
+    np.testing.assert_array_equal(got.heights, want.heights)
