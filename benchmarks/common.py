@@ -19,13 +19,19 @@ from msa.scoring import score_files  # noqa: E402
 
 #: GNU time measures each run's peak memory (``apt-get install time`` where missing).
 GNU_TIME = "/usr/bin/time"
-TOOLS = ("msa", "famsa", "mafft")
+_FAMSA = "{python} " + str(REPO / "benchmarks" / "famsa_align.py") + " {input} {output} --threads {threads}"
 #: ``{python}``, ``{input}``, ``{output}`` and ``{threads}`` are filled in per run.
 DEFAULT_COMMANDS = {
     "msa": "{python} -m msa align {input} -o {output} --device cpu --threads {threads} --quiet",
-    "famsa": "{python} " + str(REPO / "benchmarks" / "famsa_align.py") + " {input} {output} --threads {threads}",
+    "msa-gpu": "{python} -m msa align {input} -o {output} --device cuda --threads {threads} --quiet",
+    "famsa": _FAMSA,
+    "famsa-medoid": _FAMSA + " --guide-tree medoid",
     "mafft": "mafft --auto --anysymbol --thread {threads} --quiet {input}",
+    "mafft-parttree": "mafft --parttree --anysymbol --thread {threads} --quiet {input}",
 }
+TOOLS = tuple(DEFAULT_COMMANDS)
+#: Seconds before a run is stopped and reported as timed out (``--timeout``).
+TIMEOUT_S: float | None = None
 
 
 @dataclass
@@ -57,7 +63,10 @@ def run_tool(tool: str, command: str, inp: Path, out: Path, threads: int) -> tup
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     with open(out if to_stdout else os.devnull, "wb") as sink, open(out.with_suffix(".log"), "wb") as log:
         start = time.perf_counter()
-        proc = subprocess.run(args, stdout=sink, stderr=log, env=env, check=False)
+        try:
+            proc = subprocess.run(args, stdout=sink, stderr=log, env=env, check=False, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return time.perf_counter() - start, float("nan"), f"{tool} timed out after {TIMEOUT_S:.0f} s"
         wall = time.perf_counter() - start
     error = None
     rss_lines = rss_file.read_text().split() if rss_file.exists() else []
@@ -84,7 +93,12 @@ def align_and_score(tool: str, command: str, case: str, inp: Path, ref: Path, wo
 
 
 def summarize(runs: list[Run], tools: list[str]) -> dict[str, dict[str, float]]:
-    """Mean SP/TC over the cases every tool finished, total wall time and peak memory per tool."""
+    """Mean SP/TC per tool, total wall time and peak memory.
+
+    Means are over the cases every tool finished, so tools are compared on the
+    same inputs; where no case was finished by all (a run timed out), each
+    tool's mean is over its own finished cases and ``common`` says so.
+    """
     cases = {r.case for r in runs}
     for r in runs:
         if r.error is not None:
@@ -92,9 +106,10 @@ def summarize(runs: list[Run], tools: list[str]) -> dict[str, dict[str, float]]:
     summary = {}
     for tool in tools:
         mine = [r for r in runs if r.tool == tool]
-        done = [r for r in mine if r.case in cases]
+        done = [r for r in mine if r.case in cases] if cases else [r for r in mine if r.error is None]
         summary[tool] = {
             "cases": len(done),
+            "common": bool(cases),
             "failed": sum(r.error is not None for r in mine),
             "sp": sum(r.sp for r in done) / len(done) if done else float("nan"),
             "tc": sum(r.tc for r in done) / len(done) if done else float("nan"),
@@ -104,16 +119,20 @@ def summarize(runs: list[Run], tools: list[str]) -> dict[str, dict[str, float]]:
     return summary
 
 
-def print_table(summary: dict[str, dict[str, float]], base: str = "famsa", lead: str = "msa") -> None:
-    """One line per tool, then the lead/base ratios when both ran."""
-    print(f"{'tool':<8}{'cases':>6}{'failed':>7}{'mean SP':>9}{'mean TC':>9}{'wall s':>10}{'peak MB':>10}")
+def print_table(summary: dict[str, dict[str, float]]) -> None:
+    """One line per tool, then every msa variant's ratios to every other tool that ran."""
+    print(f"{'tool':<15}{'cases':>6}{'failed':>7}{'mean SP':>9}{'mean TC':>9}{'wall s':>10}{'peak MB':>10}")
     for tool, s in summary.items():
-        print(f"{tool:<8}{s['cases']:>6}{s['failed']:>7}{s['sp']:>9.4f}{s['tc']:>9.4f}"
+        print(f"{tool:<15}{s['cases']:>6}{s['failed']:>7}{s['sp']:>9.4f}{s['tc']:>9.4f}"
               f"{s['wall_s']:>10.1f}{s['peak_rss_mb']:>10.0f}")
-    if base in summary and lead in summary:
-        a, b = summary[lead], summary[base]
-        print(f"{lead}/{base}: SP x{a['sp'] / b['sp']:.3f}  TC x{a['tc'] / b['tc']:.3f}  "
-              f"time x{a['wall_s'] / b['wall_s']:.2f}  memory x{a['peak_rss_mb'] / b['peak_rss_mb']:.2f}")
+    for lead in (t for t in summary if t.startswith("msa")):
+        for base in (t for t in summary if not t.startswith("msa")):
+            a, b = summary[lead], summary[base]
+            if a["failed"] or b["failed"]:
+                print(f"{lead}/{base}: not comparable ({base if b['failed'] else lead} failed)")
+                continue
+            print(f"{lead}/{base}: SP x{a['sp'] / b['sp']:.3f}  TC x{a['tc'] / b['tc']:.3f}  "
+                  f"time x{a['wall_s'] / b['wall_s']:.3f}  memory x{a['peak_rss_mb'] / b['peak_rss_mb']:.2f}")
 
 
 def write_json(path: Path | None, runs: list[Run], summary: dict, meta: dict) -> None:
