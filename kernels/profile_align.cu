@@ -55,6 +55,8 @@
 #define N_INFO 11
 
 __device__ __forceinline__ long long mx(long long a, long long b) { return a > b ? a : b; }
+// A candidate FAMSA does not allow at this cell: below every reachable score, never wins.
+#define EXCLUDED (-9223372036854775807LL - 1)
 
 // One thread per column of the piece: the column terms of dp_path (for P2 and P1 roles alike).
 extern "C" __global__ void column_setup(
@@ -277,35 +279,28 @@ __device__ __forceinline__ void dp_fill_k(
                 for (int k = 0; k < K; ++k) {
                     if (k < nk) {
                         const long long j = jb + k + 1;
-                        long long dc, hc, vc;
-                        int dd, hd, vd;
+                        // Branch-free, as dp_path: each state takes the maximum of its
+                        // candidates; the direction encodes FAMSA's tie order (D only when
+                        // strictly best). A transition not allowed here gets EXCLUDED.
+                        const bool use3 = three && i > 1 && j > 1;
                         // D: column i of P1 against column j of P2.
                         long long td = dD, th = dH + r2[k] * rt1, tv = dV + r1 * rt2[k];
-                        if (td > th && td > tv) { dc = td + sc[k]; dd = S_D; }
-                        else if (th > tv || (seqseq && th == tv)) { dc = th + sc[k]; dd = S_H; }
-                        else { dc = tv + sc[k]; dd = S_V; }
+                        const long long dc = mx(td, mx(th, tv)) + sc[k];
+                        const int dd = (td > th && td > tv) ? S_D : ((th > tv || (seqseq && th == tv)) ? S_H : S_V);
                         // H: a gap column put into P1 after its column i, against column j of P2.
                         long long corr = r2[k] * hst;
                         td = lD + corr;
                         th = lH + r2[k] * hct;
-                        if (three && i > 1 && j > 1) {
-                            tv = lV + corr;
-                            if (td > th && td > tv) { hc = td; hd = S_D; }
-                            else if (tv > th) { hc = tv; hd = S_V; }
-                            else { hc = th; hd = S_H; }
-                        } else if (td > th) { hc = td; hd = S_D; }
-                        else { hc = th; hd = S_H; }
+                        tv = use3 ? lV + corr : EXCLUDED;
+                        const long long hc = mx(td, mx(th, tv));
+                        const int hd = (td > th && td > tv) ? S_D : (tv > th ? S_V : S_H);
                         // V: a gap column put into P2 after its column j, against column i of P1.
                         corr = r1 * vst[k];
                         td = uD[k] + corr;
                         tv = uV[k] + r1 * vct[k];
-                        if (three && i > 1 && j > 1) {
-                            th = uH[k] + corr;
-                            if (td > th && td > tv) { vc = td; vd = S_D; }
-                            else if (th > tv) { vc = th; vd = S_H; }
-                            else { vc = tv; vd = S_V; }
-                        } else if (td > tv) { vc = td; vd = S_D; }
-                        else { vc = tv; vd = S_V; }
+                        th = use3 ? uH[k] + corr : EXCLUDED;
+                        const long long vc = mx(td, mx(th, tv));
+                        const int vd = (td > th && td > tv) ? S_D : (th > tv ? S_H : S_V);
 
                         pack[k] |= (unsigned long long)(dd | (hd << 2) | (vd << 4)) << (8 * sh8);
                         if (sh8 == 7 || i == w1) {

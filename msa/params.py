@@ -42,7 +42,8 @@ class AlignParams:
     thin_factor: float = 0.7
     #: Tree over a PartTree node's clusters: MAFFT's mixed linkage over the picks,
     #: single linkage over the picks, or single linkage over cluster-to-cluster
-    #: links (nearest member of one cluster to the other's pick; LCS only).
+    #: links (nearest member of one cluster to the other's pick; with the 6-mer
+    #: distance it falls back to single linkage over the picks).
     pick_tree: PickTree = "link"
     #: Groups up to this size get an exact tree from a full distance matrix.
     exact_tree_max: int = 4096

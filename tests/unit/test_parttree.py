@@ -150,6 +150,16 @@ def test_parttree_modes_keep_clusters_as_clades(distance: str, pick_tree: str, t
     assert all(frozenset(np.flatnonzero(labels == c).tolist()) in found for c in range(6))
 
 
+def test_parttree_grafts_prim_subtrees() -> None:
+    """Clusters between exact_tree_max and mst_tree_max get Prim's exact subtrees."""
+    db, labels = family(np.random.default_rng(14), 4, 60, 100)
+    params = AlignParams(guide_tree="parttree", partsize=20, exact_tree_max=8, mst_tree_max=100)
+    tree = build_guide_tree(db, params, BACKEND)
+    assert_valid(tree, len(db))
+    found = clade_sets(tree)
+    assert all(frozenset(np.flatnonzero(labels == c).tolist()) in found for c in range(4))
+
+
 def test_prim_mst_gives_the_full_matrix_tree() -> None:
     """O(n)-memory Prim builds the same single-linkage tree as the condensed-matrix path."""
     db, _ = family(np.random.default_rng(12), 7, 30, 90)
