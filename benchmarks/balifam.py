@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import common
-from common import DEFAULT_COMMANDS, align_and_score, parse_tools, print_table, summarize, write_json
+from common import DEFAULT_COMMANDS, warm_up, align_and_score, parse_tools, print_table, summarize, write_json
 
 
 def main() -> None:
@@ -36,6 +36,7 @@ def main() -> None:
     tools = parse_tools(a.tools)
     ids = (a.sets / "info" / "ids.txt").read_text().split()[: a.limit]
     commands = {t: getattr(a, f"{t.replace('-', '_')}_cmd") for t in tools}
+    warm_up(commands, a.threads)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = a.workdir or Path(tmp)

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import common
-from common import DEFAULT_COMMANDS, REPO, align_and_score, parse_tools, print_table, summarize, write_json
+from common import DEFAULT_COMMANDS, warm_up, REPO, align_and_score, parse_tools, print_table, summarize, write_json
 
 sys.path.insert(0, str(REPO / "datasets"))
 from simulate import SimParams, simulate, write_family  # noqa: E402
@@ -47,6 +47,7 @@ def main() -> None:
     params = SimParams(n=a.n, length=a.length, seed=a.seed, tree=a.tree, height=a.height,
                        indel_rate=a.indel_rate)
     commands = {t: getattr(a, f"{t.replace('-', '_')}_cmd") for t in tools}
+    warm_up(commands, a.threads)
     case = f"sim-n{a.n}-L{a.length}-s{a.seed}"
     runs = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -55,7 +55,7 @@ def align_db(
 
     matrix = load_matrix(params.matrix)
     gaps = gap_costs(params, len(db))
-    columns, width = progressive_align(unique, tree, matrix, gaps, backend, quiet=params.quiet)
+    columns, width = progressive_align(unique, tree, matrix, gaps, backend)
     rows = gapped_rows(unique, columns, width)
     if len(reps) < len(db):
         rows = rows[inverse]  # duplicates are byte-identical, so their rows are too

@@ -14,11 +14,11 @@ subtree) costs no concatenation or copy of its parent.
 """
 from __future__ import annotations
 
-import sys
 from types import ModuleType
 
 import numpy as np
 
+from msa.progress import current
 from msa.profile import AlignBatch, gap_vector, sequence_counts
 from msa.params import GapCosts
 from msa.seqdb import SeqDB, _ranges
@@ -26,7 +26,7 @@ from msa.tree.guide_tree import GuideTree
 
 
 def progressive_align(
-    db: SeqDB, tree: GuideTree, matrix: np.ndarray, gaps: GapCosts, backend, quiet: bool = True
+    db: SeqDB, tree: GuideTree, matrix: np.ndarray, gaps: GapCosts, backend
 ) -> tuple[np.ndarray, int]:
     """Align ``db`` along ``tree``.
 
@@ -66,23 +66,22 @@ def progressive_align(
     widths = np.zeros(tree.n_nodes, dtype=np.int64)
     widths[:n] = lengths
     batch_maps: list[np.ndarray] = []
-    for b, nodes in enumerate(batches):
-        kids = tree.children[nodes - n].reshape(-1)
-        sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
-        batch = AlignBatch(_gather(xp, db, codes, kids, profiles), _offsets(widths[kids]), sizes[kids], matrix, g)
-        result = backend.profile_align(batch)
-        widths[nodes] = np.diff(result.col_offsets)
-        if len(nodes) == 1:
-            profiles[int(nodes[0])] = result.counts
-        else:
-            off = result.col_offsets.tolist()
-            for k, node in enumerate(nodes.tolist()):
-                profiles[node] = result.counts[off[k] : off[k + 1]].copy()  # a view would pin the batch array
-        batch_maps.append(result.maps.astype(xp.int32))
-        if not quiet:
-            print(f"\rmsa: aligned level {b + 1}/{len(batches)}", end="", flush=True, file=sys.stderr)
-    if not quiet:
-        print(flush=True, file=sys.stderr)
+    with current().stage("aligning profiles", total=n - 1) as advance:
+        for nodes in batches:
+            kids = tree.children[nodes - n].reshape(-1)
+            sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
+            gathered = _gather(xp, db, codes, kids, profiles)
+            batch = AlignBatch(gathered, _offsets(widths[kids]), sizes[kids], matrix, g)
+            result = backend.profile_align(batch)
+            widths[nodes] = np.diff(result.col_offsets)
+            if len(nodes) == 1:
+                profiles[int(nodes[0])] = result.counts
+            else:
+                off = result.col_offsets.tolist()
+                for k, node in enumerate(nodes.tolist()):
+                    profiles[node] = result.counts[off[k] : off[k + 1]].copy()  # a view would pin the batch
+            batch_maps.append(result.maps.astype(xp.int32))
+            advance(len(nodes))
     root = tree.root
     width = int(widths[root])
     profiles.clear()
