@@ -285,11 +285,7 @@ class CudaBackend:
         """Condensed 6-mer distance matrices of many groups, and each group's offset in them."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         group_off = np.ascontiguousarray(group_off, dtype=np.int64)
-        sizes = np.diff(group_off)
-        pairs = sizes * (sizes - 1) // 2
-        out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(pairs, out=out_off[1:])
-        out = np.empty(out_off[-1], dtype=np.float64)
+        sizes, pairs, out, out_off = _condensed_layout(group_off)
         if out_off[-1] == 0:
             return out, out_off
         nd_cum = np.concatenate(([0], np.cumsum(tables.n_distinct[ids], dtype=np.int64)))
@@ -318,11 +314,7 @@ class CudaBackend:
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         group_off = np.ascontiguousarray(group_off, dtype=np.int64)
-        sizes = np.diff(group_off)
-        pairs = sizes * (sizes - 1) // 2
-        out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(pairs, out=out_off[1:])
-        out = np.empty(out_off[-1], dtype=np.float64)
+        sizes, pairs, out, out_off = _condensed_layout(group_off)
         if out_off[-1] == 0:
             return out, out_off
         lens = offsets[ids + 1] - offsets[ids]
@@ -593,6 +585,15 @@ def _merge_records(col_off: np.ndarray, few: bool) -> tuple[np.ndarray, int, int
     widest = int(wide.max())
     threads = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32))
     return info, threads, 1, sizes
+
+
+def _condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Group sizes, pairs per group, the condensed output array and each group's offset in it."""
+    sizes = np.diff(group_off)
+    pairs = sizes * (sizes - 1) // 2
+    out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(pairs, out=out_off[1:])
+    return sizes, pairs, np.empty(out_off[-1], dtype=np.float64), out_off
 
 
 def _free_bytes() -> int:

@@ -19,3 +19,20 @@ def test_kernel_compiles(name, tmp_path):
     cmd = [NVCC, "-arch=sm_90", "--ptx", *kernels.NVRTC_OPTIONS, "-o", str(tmp_path / f"{name}.ptx"), str(src)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_installed_package_ships_the_kernels() -> None:
+    """`pip install .` puts every kernels/*.cu inside the package, where kernels.load looks first."""
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        files = metadata.files("msa")
+    except metadata.PackageNotFoundError:
+        pytest.skip("msa is not pip-installed here")
+    installed = {str(f).replace("\\", "/") for f in files or ()}
+    checkout = Path(__file__).resolve().parents[2] / "kernels"
+    sources = sorted(p.name for p in checkout.glob("*.cu*"))
+    assert sources, "no kernel sources in the checkout"
+    missing = [name for name in sources if f"msa/_kernels/{name}" not in installed]
+    assert not missing, f"not in the installed package: {missing}"
