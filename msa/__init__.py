@@ -2,22 +2,46 @@
 
 Public API: ``align`` and ``build_tree`` for sequences in memory, ``read_fasta``
 and ``write_alignment`` for files, ``AlignParams`` for every option.
+
+The names load on first use (PEP 562), so that ``import msa.cli`` and
+``msa --help`` do not pay for NumPy's and Numba's start-up before a command
+needs them.
 """
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from msa.api import align, build_tree  # noqa: E402
-from msa.io import FORMATS, InputError, read_fasta, write_alignment  # noqa: E402
-from msa.params import AlignParams  # noqa: E402
-from msa.tree.guide_tree import GuideTree  # noqa: E402
+if TYPE_CHECKING:
+    from msa.api import align, build_tree
+    from msa.io import FORMATS, InputError, read_fasta, write_alignment
+    from msa.params import AlignParams
+    from msa.tree.guide_tree import GuideTree
 
-__all__ = [
-    "FORMATS",
-    "AlignParams",
-    "GuideTree",
-    "InputError",
-    "__version__",
-    "align",
-    "build_tree",
-    "read_fasta",
-    "write_alignment",
-]
+_HOMES = {
+    "FORMATS": "msa.io",
+    "AlignParams": "msa.params",
+    "GuideTree": "msa.tree.guide_tree",
+    "InputError": "msa.io",
+    "align": "msa.api",
+    "build_tree": "msa.api",
+    "read_fasta": "msa.io",
+    "write_alignment": "msa.io",
+}
+
+__all__ = ["__version__", *_HOMES]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'msa' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

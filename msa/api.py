@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from msa.io.records import db_from_records
 from msa.params import AlignParams
-from msa.tree.guide_tree import GuideTree
 
 if TYPE_CHECKING:
     from Bio.Align import Alignment
+
+    from msa.tree.guide_tree import GuideTree  # importing msa.tree starts Numba
 
 _OPTIONS = frozenset(f.name for f in fields(AlignParams))
 

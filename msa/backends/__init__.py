@@ -42,6 +42,10 @@ class Backend(Protocol):
         self, codes, offsets, ref_ids, ref_off, member_ids, member_node
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
     def lcs_prim_mst(self, codes, offsets, ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    # The sampled single-linkage split: nearest sample member and its distance, no link matrices.
+    def lcs_nearest_sample(
+        self, codes, offsets, ref_ids, ref_off, member_ids, member_node
+    ) -> tuple[np.ndarray, np.ndarray]: ...
 
     # Progressive stage (msa.profile holds the batch layout, msa.progressive the driver).
     # Profile tables and column maps live in the backend's array module ``xp`` (NumPy, or

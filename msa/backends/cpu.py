@@ -84,6 +84,21 @@ class CpuBackend:
             _i64(member_ids), _i64(member_node), numba.get_num_threads(),
         )
 
+    def lcs_nearest_sample(
+        self,
+        codes: np.ndarray,
+        offsets: np.ndarray,
+        ref_ids: np.ndarray,
+        ref_off: np.ndarray,
+        member_ids: np.ndarray,
+        member_node: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Nearest reference by LCS distance and its distance, without link matrices (many references)."""
+        return cpu_lcs_tree.lcs_nearest_sample(
+            np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ref_ids), _i64(ref_off),
+            _i64(member_ids), _i64(member_node), numba.get_num_threads(),
+        )
+
     def lcs_prim_mst(
         self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -321,14 +321,41 @@ def _first_is_p1(ca: np.ndarray, na: int, cb: np.ndarray, nb: int) -> bool:
     return nonzero_cells(ca) * cb.shape[0] < nonzero_cells(cb) * ca.shape[0]
 
 
+@numba.njit(cache=True, nogil=True)
+def _merge_path(
+    counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
+    k: int, path: np.ndarray,
+) -> tuple[int, bool]:
+    """DP of merge ``k`` of a batch into ``path``: (path length, whether child a plays P1)."""
+    ca = counts[col_offsets[2 * k] : col_offsets[2 * k + 1]]
+    cb = counts[col_offsets[2 * k + 1] : col_offsets[2 * k + 2]]
+    na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
+    first = _first_is_p1(ca, na, cb, nb)
+    seqseq = na == 1 and nb == 1
+    if first:
+        return dp_path(ca, na, cb, nb, m, g, seqseq, path)[0], first
+    return dp_path(cb, nb, ca, na, m, g, seqseq, path)[0], first
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_parent(
+    counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, k: int,
+    path: np.ndarray, length: int, a_first: bool, maps: np.ndarray, out: np.ndarray,
+) -> None:
+    """Column maps and parent counts of merge ``k`` from its traceback."""
+    sa, sb, se = col_offsets[2 * k], col_offsets[2 * k + 1], col_offsets[2 * k + 2]
+    na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
+    if a_first:
+        build_parent(path, length, counts[sa:sb], na, counts[sb:se], nb, maps[sa:sb], maps[sb:se], out)
+    else:
+        build_parent(path, length, counts[sb:se], nb, counts[sa:sb], na, maps[sb:se], maps[sa:sb], out)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
 def _align_batch(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every merge of a batch: returns (maps, parent counts, parent column offsets).
-
-    Compiled twice below: threaded for wide batches, serial for the many
-    one-merge levels of deep trees, where waking a thread pool costs more than the merge.
-    """
+    """Every merge of a batch, one merge per thread: returns (maps, parent counts, parent column offsets)."""
     n_merges = len(n_seqs) // 2
     path_off = np.zeros(n_merges + 1, dtype=np.int64)
     for k in range(n_merges):
@@ -337,41 +364,48 @@ def _align_batch(
     lengths = np.zeros(n_merges, dtype=np.int64)
     a_first = np.zeros(n_merges, dtype=np.bool_)
     for k in numba.prange(n_merges):
-        ca = counts[col_offsets[2 * k] : col_offsets[2 * k + 1]]
-        cb = counts[col_offsets[2 * k + 1] : col_offsets[2 * k + 2]]
-        na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
-        first = _first_is_p1(ca, na, cb, nb)
-        a_first[k] = first
-        seqseq = na == 1 and nb == 1
-        path = paths[path_off[k] : path_off[k + 1]]
-        if first:
-            lengths[k] = dp_path(ca, na, cb, nb, m, g, seqseq, path)[0]
-        else:
-            lengths[k] = dp_path(cb, nb, ca, na, m, g, seqseq, path)[0]
+        lengths[k], a_first[k] = _merge_path(
+            counts, col_offsets, n_seqs, m, g, k, paths[path_off[k] : path_off[k + 1]]
+        )
     parent_off = np.zeros(n_merges + 1, dtype=np.int64)
     for k in range(n_merges):
         parent_off[k + 1] = parent_off[k] + lengths[k]
     parents = np.zeros((parent_off[n_merges], N_COUNTS), dtype=np.int32)
     maps = np.empty(col_offsets[2 * n_merges], dtype=np.int64)
     for k in numba.prange(n_merges):
-        sa, sb, se = col_offsets[2 * k], col_offsets[2 * k + 1], col_offsets[2 * k + 2]
-        path = paths[path_off[k] : path_off[k + 1]]
-        out = parents[parent_off[k] : parent_off[k + 1]]
-        na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
-        if a_first[k]:
-            build_parent(path, lengths[k], counts[sa:sb], na, counts[sb:se], nb, maps[sa:sb], maps[sb:se], out)
-        else:
-            build_parent(path, lengths[k], counts[sb:se], nb, counts[sa:sb], na, maps[sb:se], maps[sa:sb], out)
+        _merge_parent(
+            counts, col_offsets, n_seqs, k, paths[path_off[k] : path_off[k + 1]], lengths[k], a_first[k],
+            maps, parents[parent_off[k] : parent_off[k + 1]],
+        )
     return maps, parents, parent_off
 
 
-align_batch_parallel = numba.njit(cache=True, nogil=True, parallel=True)(_align_batch)
-align_batch_serial = numba.njit(cache=True, nogil=True)(_align_batch)
+@numba.njit(cache=True, nogil=True)
+def _align_pair(
+    counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A batch of one merge on the calling thread (``_align_batch``'s outputs).
+
+    Deep trees are mostly one-merge levels, where waking the thread pool costs
+    more than the merge (2.7x on the progressive stage of PF00079.1000 with
+    the cores shared). A function of its own, not ``_align_batch`` compiled
+    twice: Numba's cache keys on the Python function and the argument types
+    only, so a serial and a parallel build of one function share one cache
+    entry and both would run whichever was compiled first.
+    """
+    path = np.empty(col_offsets[2], dtype=np.uint8)
+    length, a_first = _merge_path(counts, col_offsets, n_seqs, m, g, 0, path)
+    parents = np.zeros((length, N_COUNTS), dtype=np.int32)
+    maps = np.empty(col_offsets[2], dtype=np.int64)
+    _merge_parent(counts, col_offsets, n_seqs, 0, path, length, a_first, maps, parents)
+    parent_off = np.zeros(2, dtype=np.int64)
+    parent_off[1] = length
+    return maps, parents, parent_off
 
 
 def align_batch(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every merge of a batch, threaded only when there are several merges to share out."""
-    kernel = align_batch_parallel if len(n_seqs) > 2 else align_batch_serial
+    kernel = _align_batch if len(n_seqs) > 2 else _align_pair
     return kernel(counts, col_offsets, n_seqs, m, g)

@@ -8,6 +8,9 @@ power table, same LCS = 0 value), so every decision matches the full-matrix path
   plus the node's *link* matrix ``link[i, j]`` = the smallest distance from a
   member assigned to reference i to reference j, an upper bound of the
   single-linkage distance between the two clusters that PartTree uses to join them.
+* :func:`lcs_nearest_sample`: the same nearest search without the link
+  matrices, for the sampled single-linkage split whose samples run to
+  thousands per node (a link matrix would be samples^2 per node and worker).
 * :func:`lcs_prim_mst`: Prim's minimum spanning tree of one group with every
   distance row computed when its vertex joins the tree, so memory is O(n)
   instead of the condensed matrix's O(n^2).
@@ -44,6 +47,26 @@ def _max_len(offsets: np.ndarray, ids: np.ndarray) -> int:
     for k in range(len(ids)):
         out = max(out, offsets[ids[k] + 1] - offsets[ids[k]])
     return out
+
+
+@njit(cache=True, nogil=True)
+def _nearest_row(codes, offsets, seq, ref_ids, r0, n_refs, masks, v, row, pow075) -> tuple[int, float]:
+    """Distances of ``seq`` to ``ref_ids[r0:r0+n_refs]`` into ``row``; the nearest (earliest on ties)."""
+    lb = offsets[seq + 1] - offsets[seq]
+    words = max((lb + 63) // 64, 1)
+    _fill_masks(masks, words, codes, offsets[seq], offsets[seq + 1])
+    arg = 0
+    dmin = np.inf
+    for r in range(n_refs):
+        ref = ref_ids[r0 + r]
+        la = offsets[ref + 1] - offsets[ref]
+        lcs = _lcs_length(masks, words, lb, codes, offsets[ref], offsets[ref + 1], v)
+        d = _lcs_dist(lcs, la, lb, pow075)
+        row[r] = d
+        if d < dmin:
+            dmin = d
+            arg = r
+    return arg, dmin
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -90,24 +113,11 @@ def lcs_nearest_reference(
         link = links[w]
         for c in range(w, n_chunks, workers):
             for t in range(c * chunk, min((c + 1) * chunk, m)):
-                seq = member_ids[t]
                 node = member_node[t]
-                r0 = ref_off[node]
-                n_refs = ref_off[node + 1] - r0
-                lb = offsets[seq + 1] - offsets[seq]
-                words = max((lb + 63) // 64, 1)
-                _fill_masks(masks, words, codes, offsets[seq], offsets[seq + 1])
-                arg = 0
-                dmin = np.inf
-                for r in range(n_refs):
-                    ref = ref_ids[r0 + r]
-                    la = offsets[ref + 1] - offsets[ref]
-                    lcs = _lcs_length(masks, words, lb, codes, offsets[ref], offsets[ref + 1], v)
-                    d = _lcs_dist(lcs, la, lb, pow075)
-                    row[r] = d
-                    if d < dmin:
-                        dmin = d
-                        arg = r
+                n_refs = ref_off[node + 1] - ref_off[node]
+                arg, dmin = _nearest_row(
+                    codes, offsets, member_ids[t], ref_ids, ref_off[node], n_refs, masks, v, row, pow075
+                )
                 best[t] = arg
                 best_d[t] = dmin
                 base = link_off[node] + arg * n_refs
@@ -119,6 +129,51 @@ def lcs_nearest_reference(
         for e in range(len(out)):
             out[e] = min(out[e], links[w, e])
     return best, best_d, out, link_off
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def lcs_nearest_sample(
+    codes: np.ndarray,
+    offsets: np.ndarray,
+    ref_ids: np.ndarray,
+    ref_off: np.ndarray,
+    member_ids: np.ndarray,
+    member_node: np.ndarray,
+    threads: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each member's nearest reference of its node (index within the node, earlier wins ties) and distance.
+
+    Work is split in chunks of members; each result depends on its member only,
+    so it does not depend on the split.
+    """
+    m = len(member_ids)
+    best = np.zeros(m, dtype=np.int32)
+    best_d = np.zeros(m, dtype=np.float64)
+    if m == 0:
+        return best, best_d
+    max_len = max(_max_len(offsets, ref_ids), _max_len(offsets, member_ids))
+    pow075 = pow075_table(2 * max_len + 1)
+    max_words = (max_len + 63) // 64
+    max_refs = 1
+    for k in range(len(ref_off) - 1):
+        max_refs = max(max_refs, ref_off[k + 1] - ref_off[k])
+    chunk = 64
+    n_chunks = (m + chunk - 1) // chunk
+    workers = max(min(threads, n_chunks), 1)
+    for w in prange(workers):
+        masks = np.zeros(20 * max_words, dtype=np.uint64)
+        v = np.empty(max_words, dtype=np.uint64)
+        row = np.empty(max_refs, dtype=np.float64)
+        for c in range(w, n_chunks, workers):
+            for t in range(c * chunk, min((c + 1) * chunk, m)):
+                node = member_node[t]
+                arg, dmin = _nearest_row(
+                    codes, offsets, member_ids[t], ref_ids, ref_off[node], ref_off[node + 1] - ref_off[node],
+                    masks, v, row, pow075,
+                )
+                best[t] = arg
+                best_d[t] = dmin
+    return best, best_d
 
 
 @njit(cache=True, nogil=True, parallel=True)

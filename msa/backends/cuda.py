@@ -389,6 +389,12 @@ class CudaBackend:
 
         return CpuBackend().lcs_prim_mst(codes, offsets, ids)
 
+    def lcs_nearest_sample(self, codes, offsets, ref_ids, ref_off, member_ids, member_node):
+        """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
+        from msa.backends.cpu import CpuBackend
+
+        return CpuBackend().lcs_nearest_sample(codes, offsets, ref_ids, ref_off, member_ids, member_node)
+
     # ---- helpers
     @staticmethod
     def _on_device(tables: KmerTables) -> DeviceKmerTables:

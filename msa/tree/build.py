@@ -7,7 +7,7 @@ from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
 from msa.tree.linkage import ExactMethod, batch_linkage, finalize, graft, prim_single_linkage
-from msa.tree.parttree import exact_limit, group_distances, parttree
+from msa.tree.parttree import exact_limit, group_distances, parttree, uses_sample_split
 
 
 def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
@@ -32,7 +32,7 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
     method = params.guide_tree
     if method == "auto":
         method = params.linkage if n <= exact_limit(params, params.linkage) else "parttree"
-    needs_kmers = method == "parttree" or params.distance == "kmer"
+    needs_kmers = (method == "parttree" and not uses_sample_split(params)) or params.distance == "kmer"
     tables = backend.kmer_tables(db.codes, db.offsets) if needs_kmers else None
     if method == "parttree":
         return parttree(db, tables, params, backend, params.linkage)

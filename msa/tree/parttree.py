@@ -6,7 +6,7 @@ assignment of members to the surviving picks. Per-node bookkeeping (picks,
 thinning, the pick tree) runs in small Numba loops over nodes. Groups of at
 most ``exact_tree_max`` members get an exact tree (:mod:`msa.tree.linkage`).
 
-By default the split decisions use FAMSA's LCS distance instead of MAFFT's
+With picks, the split decisions use FAMSA's LCS distance instead of MAFFT's
 6-mer distance (``params.parttree_distance``): the reference sort, the pick x
 pick matrix and thinning, and the assignment of members to surviving picks; and
 the clusters are joined by single linkage over cluster-to-cluster links
@@ -16,6 +16,13 @@ family this lifts SP from 0.870 to 0.906 and TC from 0.340 to 0.657 (see
 benchmarks/NOTES.md); ``parttree_distance="kmer", pick_tree="mafft"`` is MAFFT's
 PartTree. Groups past ``exact_tree_max`` but within ``mst_tree_max`` get an exact
 single-linkage subtree from Prim's MST without a distance matrix.
+
+By default (``params.parttree_split="sample"``) a node is not split by picks
+at all: a random sample of ``split_sample`` members gets an exact single-linkage
+tree, which is cut into clusters (:mod:`msa.tree.sample_split`); on the 10,000
+family this reaches the exact tree's accuracy (SP 0.933, TC 0.860; see
+benchmarks/NOTES.md) at members x sample LCS pairs per level. The picks path
+above is ``parttree_split="picks"``.
 
 Deviations from MAFFT, all deliberate:
 
@@ -38,6 +45,7 @@ from msa.kmers import MAX_KMER_DIST, KmerTables
 from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
+from msa.tree.sample_split import cut_sample_trees, sample_positions, splitmix64
 from msa.tree.linkage import (
     MAFFT_SUEFF,
     ExactMethod,
@@ -61,7 +69,7 @@ def parttree(
     exact_method: ExactMethod = "upgma",
 ) -> GuideTree:
     """PartTree over all of ``db``; groups up to ``params.exact_tree_max`` get exact subtrees."""
-    n = len(tables)
+    n = len(db)
     if n <= 1:
         return finalize(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), n, 0)
     nodes = _NodeTable(n)
@@ -71,10 +79,16 @@ def parttree(
     node_off = np.array([0, n], dtype=np.int64)
     node_root = np.array([nodes.alloc(1)[0]], dtype=np.int64)
     root = int(node_root[0])
+    sampled = uses_sample_split(params)
     while len(node_root):
-        members, node_off, node_root = _split_level(
-            db, members, node_off, node_root, tables, params, backend, thin, nodes, exact
-        )
+        if sampled:
+            members, node_off, node_root = _split_level_sample(
+                db, members, node_off, node_root, params, backend, nodes, exact
+            )
+        else:
+            members, node_off, node_root = _split_level(
+                db, members, node_off, node_root, tables, params, backend, thin, nodes, exact
+            )
     exact.flush()
     return finalize(nodes.left, nodes.right, nodes.height, n, root)
 
@@ -145,6 +159,11 @@ class _ExactQueue:
         nodes.next_id = graft(
             merges, heights, members, off, roots, nodes.next_id, nodes.left, nodes.right, nodes.height
         )
+
+
+def uses_sample_split(params: AlignParams) -> bool:
+    """Whether PartTree splits by a sample's single-linkage tree (LCS only; no 6-mer tables needed)."""
+    return params.parttree_split == "sample" and params.parttree_distance == "lcs"
 
 
 def exact_limit(params: AlignParams, method: str) -> int:
@@ -226,15 +245,6 @@ def _split_level(db, members, node_off, node_root, tables, params, backend, thin
     nearest = nearest.astype(np.int64)
     nearest[surv_pos] = np.arange(len(surv_pos)) - np.repeat(surv_off[:-1], np.diff(surv_off))
 
-    cluster = surv_off[member_node] + nearest
-    order = np.argsort(cluster, kind="stable")
-    members = members[order]
-    c_sizes = np.bincount(cluster, minlength=len(surv_pos))
-    c_off = np.concatenate(([0], np.cumsum(c_sizes)))
-    c_tree = members[c_off[:-1]].copy()  # singleton clusters are their leaf
-    big = c_sizes >= 2
-    c_tree[big] = nodes.alloc(int(big.sum()))
-
     if params.pick_tree == "link" and lcs:
         sd, sd_off = _link_condensed(link, link_off, surv_off)
     else:
@@ -243,8 +253,60 @@ def _split_level(db, members, node_off, node_root, tables, params, backend, thin
         merges, heights = _mixed_trees(sd, sd_off, surv_off)
     else:
         merges, heights = batch_linkage(sd, sd_off, surv_off, True)
+    cluster = surv_off[member_node] + nearest
+    return _emit_clusters(members, cluster, surv_off, merges, heights, node_root, params, nodes, exact)
+
+
+def _split_level_sample(db, members, node_off, node_root, params, backend, nodes, exact):
+    """One recursion depth by sampled single linkage (:mod:`msa.tree.sample_split`)."""
+    sizes = np.diff(node_off)
+    member_node = np.repeat(np.arange(len(node_root), dtype=np.int64), sizes)
+    sample_pos, sample_off = sample_positions(members, node_off, params.split_sample, params.seed)
+    sample = members[sample_pos]
+    s_merges, s_heights = _sample_trees(db, sample, sample_off, backend)
+    nearest, _ = backend.lcs_nearest_sample(db.codes, db.offsets, sample, sample_off, members, member_node)
+    leaf = sample_off[member_node] + nearest.astype(np.int64)
+    leaf[sample_pos] = np.arange(len(sample_pos))  # a sample member is its own leaf, whatever the ties
+    weights = np.bincount(leaf, minlength=len(sample_pos))
+    limit = min(params.split_cluster_max, exact_limit(params, exact.method))
+    leaf_cluster, c_node_off, merges, heights = cut_sample_trees(
+        s_merges, s_heights, weights, sample_off, limit
+    )
+    cluster = c_node_off[member_node] + leaf_cluster[leaf]
+    return _emit_clusters(members, cluster, c_node_off, merges, heights, node_root, params, nodes, exact)
+
+
+def _sample_trees(db, sample, sample_off, backend) -> tuple[np.ndarray, np.ndarray]:
+    """Exact single-linkage trees of every node's sample, in batches of at most EXACT_BATCH_PAIRS pairs."""
+    sizes = np.diff(sample_off)
+    cum = np.cumsum(sizes * (sizes - 1) // 2)
+    cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
+    bounds = np.unique(np.concatenate(([0], cuts, [len(sizes)])))
+    merges = np.empty((sample_off[-1] - len(sizes), 2), dtype=np.int64)
+    heights = np.empty(sample_off[-1] - len(sizes))
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        off = sample_off[a : b + 1]
+        dist, dist_off = backend.lcs_distance_matrix(db.codes, db.offsets, sample[off[0] : off[-1]], off - off[0])
+        rows = slice(off[0] - a, off[-1] - b)
+        merges[rows], heights[rows] = batch_linkage(dist, dist_off, off - off[0], True)
+    return merges, heights
+
+
+def _emit_clusters(members, cluster, c_node_off, merges, heights, node_root, params, nodes, exact):
+    """Graft each node's tree over its clusters, queue the exact subtrees, return the next depth's nodes.
+
+    ``cluster`` is each member's global cluster index (node k's clusters are
+    ``c_node_off[k]:c_node_off[k+1]``), ``merges``/``heights`` the local trees over them.
+    """
+    order = np.argsort(cluster, kind="stable")
+    members = members[order]
+    c_sizes = np.bincount(cluster, minlength=int(c_node_off[-1]))
+    c_off = np.concatenate(([0], np.cumsum(c_sizes)))
+    c_tree = members[c_off[:-1]].copy()  # singleton clusters are their leaf
+    big = c_sizes >= 2
+    c_tree[big] = nodes.alloc(int(big.sum()))
     nodes.next_id = graft(
-        merges, heights, c_tree, surv_off, node_root, nodes.next_id, nodes.left, nodes.right, nodes.height
+        merges, heights, c_tree, c_node_off, node_root, nodes.next_id, nodes.left, nodes.right, nodes.height
     )
 
     small = big & (c_sizes <= params.exact_tree_max)
@@ -276,15 +338,6 @@ def _segment_argmax(values: np.ndarray, off: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _splitmix64(x: np.uint64) -> np.uint64:
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    z = x
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 @njit(cache=True, nogil=True)
 def _choose_picks(node_off, pick_off, partsize, seed, refs) -> np.ndarray:
     """Positions of each node's picks, in rank order: reference, farthest, median, random.
@@ -305,9 +358,9 @@ def _choose_picks(node_off, pick_off, partsize, seed, refs) -> np.ndarray:
         picks[1] = hi - 1
         picks[2] = lo + 1 + (s - 2) // 2
         count = 3
-        state = _splitmix64(np.uint64(seed) ^ _splitmix64(np.uint64(refs[k])))
+        state = splitmix64(np.uint64(seed) ^ splitmix64(np.uint64(refs[k])))
         while count < partsize:
-            state = _splitmix64(state)
+            state = splitmix64(state)
             cand = lo + 1 + np.int64(state % np.uint64(s - 2))
             fresh = True
             for i in range(count):

@@ -9,7 +9,9 @@ from msa.backends.cpu import CpuBackend
 from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, build_guide_tree
+import msa.tree.parttree as parttree_module
 from msa.tree.linkage import batch_linkage, prim_single_linkage
+from msa.tree.sample_split import cut_sample_trees, sample_positions
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
 BACKEND = CpuBackend()
@@ -73,7 +75,7 @@ def test_identical_and_short_sequences() -> None:
 @pytest.mark.parametrize("partsize,exact", [(50, 2), (500, 16), (50, 4096)])
 def test_clusters_become_clades(partsize: int, exact: int) -> None:
     db, labels = family(np.random.default_rng(partsize + exact), 6, 40, 120)
-    params = AlignParams(guide_tree="parttree", partsize=partsize, exact_tree_max=exact)
+    params = AlignParams(guide_tree="parttree", parttree_split="picks", partsize=partsize, exact_tree_max=exact)
     tree = build_guide_tree(db, params, BACKEND)
     assert_valid(tree, len(db))
     found = clade_sets(tree)
@@ -84,7 +86,7 @@ def test_small_partsize_gives_valid_tree() -> None:
     """Few picks per node may split a cluster (as in MAFFT) but never break the tree."""
     db, _ = family(np.random.default_rng(8), 6, 40, 120)
     for partsize, exact in [(2, 2), (3, 2), (4, 4)]:
-        params = AlignParams(guide_tree="parttree", partsize=partsize, exact_tree_max=exact)
+        params = AlignParams(guide_tree="parttree", parttree_split="picks", partsize=partsize, exact_tree_max=exact)
         assert_valid(build_guide_tree(db, params, BACKEND), len(db))
 
 
@@ -124,7 +126,7 @@ def test_linkage_matches_scipy(single: bool) -> None:
 def test_large_parttree_deterministic_per_seed() -> None:
     rng = np.random.default_rng(9)
     db, labels = family(rng, 40, 500, 60)
-    params = AlignParams(guide_tree="auto", exact_tree_max=16, partsize=20, seed=3)
+    params = AlignParams(guide_tree="auto", parttree_split="picks", exact_tree_max=16, partsize=20, seed=3)
     first = build_guide_tree(db, params, BACKEND)
     assert_valid(first, len(db))
     again = build_guide_tree(db, params, BACKEND)
@@ -140,7 +142,7 @@ def test_large_parttree_deterministic_per_seed() -> None:
 def test_parttree_modes_keep_clusters_as_clades(distance: str, pick_tree: str, thin: float) -> None:
     db, labels = family(np.random.default_rng(11), 6, 40, 120)
     params = AlignParams(
-        guide_tree="parttree", partsize=30, exact_tree_max=16, parttree_distance=distance,
+        guide_tree="parttree", parttree_split="picks", partsize=30, exact_tree_max=16, parttree_distance=distance,
         pick_tree=pick_tree, thin_factor=thin,
     )
     tree = build_guide_tree(db, params, BACKEND)
@@ -153,7 +155,9 @@ def test_parttree_modes_keep_clusters_as_clades(distance: str, pick_tree: str, t
 def test_parttree_grafts_prim_subtrees() -> None:
     """Clusters between exact_tree_max and mst_tree_max get Prim's exact subtrees."""
     db, labels = family(np.random.default_rng(14), 4, 60, 100)
-    params = AlignParams(guide_tree="parttree", partsize=20, exact_tree_max=8, mst_tree_max=100)
+    params = AlignParams(
+        guide_tree="parttree", parttree_split="picks", partsize=20, exact_tree_max=8, mst_tree_max=100
+    )
     tree = build_guide_tree(db, params, BACKEND)
     assert_valid(tree, len(db))
     found = clade_sets(tree)
@@ -200,3 +204,111 @@ def test_lcs_nearest_reference_matches_full_matrix() -> None:
         for row, a in zip(d, d.argmin(axis=1)):
             want[a] = np.minimum(want[a], row)
         assert np.array_equal(link[link_off[k] : link_off[k + 1]].reshape(len(r), len(r)), want)
+
+
+@pytest.mark.parametrize("sample,exact", [(1000, 16), (30, 16), (30, 4), (60, 40)])
+def test_sample_split_keeps_clusters_as_clades(sample: int, exact: int) -> None:
+    """The sampled single-linkage split: valid tree, same tree twice, the families stay clades."""
+    db, labels = family(np.random.default_rng(11), 6, 40, 120)
+    params = AlignParams(
+        guide_tree="parttree", parttree_split="sample", split_sample=sample, exact_tree_max=exact
+    )
+    tree = build_guide_tree(db, params, BACKEND)
+    assert_valid(tree, len(db))
+    again = build_guide_tree(db, params, BACKEND)
+    assert np.array_equal(tree.children, again.children)
+    assert np.array_equal(tree.heights, again.heights)
+    found = clade_sets(tree)
+    assert all(frozenset(np.flatnonzero(labels == c).tolist()) in found for c in range(6))
+
+
+def test_sample_split_batches_give_the_same_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sample matrices cut into many batches (as at 10^6 sequences) change nothing."""
+    db, _ = family(np.random.default_rng(17), 5, 30, 80)
+    params = AlignParams(guide_tree="parttree", parttree_split="sample", split_sample=20, exact_tree_max=8)
+    whole = build_guide_tree(db, params, BACKEND)
+    monkeypatch.setattr(parttree_module, "EXACT_BATCH_PAIRS", 150)
+    batched = build_guide_tree(db, params, BACKEND)
+    assert np.array_equal(whole.children, batched.children)
+    assert np.array_equal(whole.heights, batched.heights)
+
+
+def test_sample_split_whole_node_sample_is_single_linkage() -> None:
+    """A node no larger than its sample is cut from its exact single-linkage tree, so the tree is that tree."""
+    db, _ = family(np.random.default_rng(15), 4, 15, 80)
+    exact = build_guide_tree(db, AlignParams(guide_tree="single"), BACKEND)
+    params = AlignParams(guide_tree="parttree", parttree_split="sample", exact_tree_max=8)
+    assert clade_sets(build_guide_tree(db, params, BACKEND)) == clade_sets(exact)
+
+
+def test_sample_split_tiny_and_identical_inputs() -> None:
+    params = AlignParams(guide_tree="parttree", parttree_split="sample", split_sample=4, exact_tree_max=2)
+    for n in (2, 3, 7):
+        db = SeqDB.from_pairs([(f"s{i}", "MKVLAAGIVGLLL"[: 4 + 2 * i] + "W" * i) for i in range(n)])
+        assert_valid(build_guide_tree(db, params, BACKEND), n)
+    same = SeqDB.from_pairs([(f"s{i}", "MKVLAAGIVGLLLAV") for i in range(60)])
+    assert_valid(build_guide_tree(same, params.with_(keep_duplicates=True), BACKEND), 60)
+
+
+def test_sample_positions_ignore_member_order() -> None:
+    members = np.random.default_rng(3).permutation(500)
+    off = np.array([0, 300, 305, 500])
+    pos, s_off = sample_positions(members, off, 40, 7)
+    assert s_off.tolist() == [0, 40, 45, 85]
+    assert pos[40:45].tolist() == list(range(300, 305))  # a small node is its own sample
+    shuffled = members.copy()
+    shuffled[:300] = members[:300][::-1]
+    pos2, _ = sample_positions(shuffled, off, 40, 7)
+    assert set(shuffled[pos2[:40]]) == set(members[pos[:40]])
+    assert np.all(np.diff(pos[:40]) > 0)
+    assert set(members[sample_positions(members, off, 40, 8)[0][:40]]) != set(members[pos[:40]])
+
+
+def test_cut_sample_trees_against_brute_force() -> None:
+    """Clusters are clades of the sample tree, light enough or single leaves, split only when too heavy."""
+    rng = np.random.default_rng(6)
+    sizes = [2, 9, 60]
+    dists = [rng.random(s * (s - 1) // 2) for s in sizes]
+    s_off = np.concatenate(([0], np.cumsum(sizes)))
+    dist_off = np.concatenate(([0], np.cumsum([len(d) for d in dists])))
+    merges, heights = batch_linkage(np.concatenate(dists), dist_off, s_off, True)
+    weights = rng.integers(1, 12, s_off[-1])
+    limit = 25
+    leaf_cl, c_off, top_m, top_h = cut_sample_trees(merges, heights, weights, s_off, limit)
+    for g, s in enumerate(sizes):
+        rows = slice(s_off[g] - g, s_off[g + 1] - g - 1)
+        clades = clade_sets(GuideTree(s, merges[rows], heights[rows])) | {frozenset([i]) for i in range(s)}
+        cl = leaf_cl[s_off[g] : s_off[g + 1]]
+        n_cl = c_off[g + 1] - c_off[g]
+        assert sorted(set(cl.tolist())) == list(range(n_cl)) and n_cl >= 2
+        w = weights[s_off[g] : s_off[g + 1]]
+        for c in range(n_cl):
+            leaves = frozenset(np.flatnonzero(cl == c).tolist())
+            assert leaves in clades
+            assert len(leaves) == 1 or w[list(leaves)].sum() <= limit
+        top = GuideTree(n_cl, top_m[c_off[g] - g : c_off[g + 1] - g - 1], top_h[c_off[g] - g : c_off[g + 1] - g - 1])
+        assert_valid(top, n_cl)
+        # every join above the cut is a sample clade heavier than the limit (or the root)
+        for joined in clade_sets(top):
+            leaves = frozenset(np.flatnonzero(np.isin(cl, list(joined))).tolist())
+            assert leaves in clades
+            assert len(joined) == n_cl or w[list(leaves)].sum() > limit
+
+
+def test_lcs_nearest_sample_matches_full_matrix() -> None:
+    db, _ = family(np.random.default_rng(16), 3, 25, 80)
+    n = len(db)
+    members = np.random.default_rng(1).permutation(n)
+    node = (np.arange(n) >= 30).astype(np.int64)
+    refs = np.array([members[3], members[5], members[30], members[31], members[50], members[74]])
+    ref_off = np.array([0, 2, 6])
+    nearest, dist = BACKEND.lcs_nearest_sample(db.codes, db.offsets, refs, ref_off, members, node)
+    full, _ = BACKEND.lcs_distance_matrix(db.codes, db.offsets, np.arange(n), np.array([0, n]))
+    square = np.zeros((n, n))
+    square[np.triu_indices(n, 1)] = full
+    for k in range(2):
+        pick = (node == k) & ~np.isin(members, refs)  # the matrix has no self-distances
+        r = refs[ref_off[k] : ref_off[k + 1]]
+        d = (square + square.T)[np.ix_(members[pick], r)]
+        assert np.array_equal(nearest[pick], d.argmin(axis=1))
+        assert np.array_equal(dist[pick], d.min(axis=1))
