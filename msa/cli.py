@@ -34,6 +34,7 @@ Format = enum.Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[
 DeviceChoice = enum.Enum("DeviceChoice", {d: d for d in ("auto", "cpu", "cuda")}, type=str)  # type: ignore[misc]
 TreeMethod = enum.Enum("TreeMethod", {m: m for m in _TREE_METHODS}, type=str)  # type: ignore[misc]
 DistanceChoice = enum.Enum("DistanceChoice", {d: d for d in ("lcs", "kmer")}, type=str)  # type: ignore[misc]
+SplitChoice = enum.Enum("SplitChoice", {d: d for d in ("sample", "picks")}, type=str)  # type: ignore[misc]
 LinkageChoice = enum.Enum("LinkageChoice", {d: d for d in ("single", "upgma")}, type=str)  # type: ignore[misc]
 
 app = typer.Typer(
@@ -57,6 +58,17 @@ PartsizeOpt = Annotated[
 DistanceOpt = Annotated[
     DistanceChoice,
     typer.Option("--distance", help="Distance of exact trees: lcs (FAMSA's) or kmer (MAFFT's 6-mer)."),
+]
+SplitOpt = Annotated[
+    SplitChoice,
+    typer.Option(
+        "--parttree-split",
+        help="How PartTree splits a node: sample (single linkage over a sample) or picks (MAFFT's).",
+    ),
+]
+SplitDistanceOpt = Annotated[
+    DistanceChoice,
+    typer.Option("--parttree-distance", help="Distance of PartTree's splits: lcs or kmer (MAFFT's 6-mer)."),
 ]
 LinkageOpt = Annotated[
     LinkageChoice, typer.Option("--linkage", help="Linkage of exact trees and PartTree's exact subtrees.")
@@ -122,6 +134,8 @@ def align(
     exact_tree_max: ExactOpt = _D.exact_tree_max,
     distance: DistanceOpt = DistanceChoice(_D.distance),
     linkage: LinkageOpt = LinkageChoice(_D.linkage),
+    parttree_split: SplitOpt = SplitChoice(_D.parttree_split),
+    parttree_distance: SplitDistanceOpt = DistanceChoice(_D.parttree_distance),
     matrix: Annotated[
         str, typer.Option("--matrix", "-m", help="Substitution matrix: PFASUM43, BLOSUM62, VTML200, PAM250, ...")
     ] = _D.matrix,
@@ -145,6 +159,8 @@ def align(
             exact_tree_max=exact_tree_max,
             distance=distance.value,
             linkage=linkage.value,
+            parttree_split=parttree_split.value,
+            parttree_distance=parttree_distance.value,
             keep_duplicates=keep_duplicates,
             seed=seed,
             threads=threads,
@@ -190,6 +206,8 @@ def tree(
     exact_tree_max: ExactOpt = _D.exact_tree_max,
     distance: DistanceOpt = DistanceChoice(_D.distance),
     linkage: LinkageOpt = LinkageChoice(_D.linkage),
+    parttree_split: SplitOpt = SplitChoice(_D.parttree_split),
+    parttree_distance: SplitDistanceOpt = DistanceChoice(_D.parttree_distance),
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
     quiet: QuietOpt = _D.quiet,
@@ -202,6 +220,8 @@ def tree(
             exact_tree_max=exact_tree_max,
             distance=distance.value,
             linkage=linkage.value,
+            parttree_split=parttree_split.value,
+            parttree_distance=parttree_distance.value,
             keep_duplicates=keep_duplicates,
             seed=seed,
             threads=threads,

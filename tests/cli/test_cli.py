@@ -150,6 +150,18 @@ def test_tree_command_then_align_along_the_tree(run_msa, plain_dir: Path) -> Non
     check_alignment(result.stdout, PLAIN)
 
 
+@pytest.mark.parametrize("split", [["sample", "lcs"], ["picks", "kmer"]])
+def test_parttree_splits_from_the_command_line(run_msa, tmp_path: Path, split: list[str]) -> None:
+    """Both PartTree variants (FAMSA-style sampled LCS split, MAFFT's 6-mer picks) align every record."""
+    (tmp_path / "family.fa").write_bytes(FAMILY)
+    result = run_msa(
+        "align", "family.fa", "--tree", "parttree", "--exact-tree-max", "4", "--partsize", "4",
+        "--parttree-split", split[0], "--parttree-distance", split[1], "-q", "--device", "cpu", cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    check_alignment(result.stdout, FAMILY)
+
+
 def test_score_plain_and_json(run_msa, tmp_path: Path) -> None:
     (tmp_path / "ref.fa").write_bytes(b">a\nMK-V\n>b\nMKLV\n")
     (tmp_path / "test.fa").write_bytes(b">a\nMKV-\n>b\nMKLV\n")
