@@ -66,6 +66,61 @@ __device__ __forceinline__ double lcs_distance(long long lcs, long long la, long
     return __ldg(&pow075[la + lb - 2 * lcs]) / (double)lcs;
 }
 
+// LCS of the masked sequence (length la; masks of stride W) and codes[lo:hi], V in registers.
+template <int W>
+__device__ __forceinline__ long long lcs_registers(const u64* masks, const unsigned char* __restrict__ codes,
+                                                   long long lo, long long hi, long long la) {
+    u64 v[W];
+#pragma unroll
+    for (int w = 0; w < W; ++w) v[w] = ~0ull;
+    for (long long k = lo; k < hi; ++k) {
+        const unsigned c = codes[k];
+        if (c >= LCS_ALPHA) continue;
+        const u64* m = masks + c * W;
+        u64 carry = 0ull;
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+            // V' = (V + U) | (V - U) with U = V & M; U is a subset of V, so V - U = V & ~M.
+            const u64 mw = m[w];
+            const u64 xw = v[w];
+            const u64 u = xw & mw;
+            const u64 s1 = xw + u;
+            const u64 s2 = s1 + carry;
+            carry = (u64)((s1 < xw) | (s2 < s1));
+            v[w] = s2 | (xw & ~mw);
+        }
+    }
+    long long lcs = 0;
+#pragma unroll
+    for (int w = 0; w < W; ++w) lcs += count_lcs(v[w], w, la);
+    return lcs;
+}
+
+// The same with `words` words of V in v[w * stride] (global scratch, coalesced across threads).
+__device__ __forceinline__ long long lcs_scratch(const u64* masks, long long words,
+                                                 const unsigned char* __restrict__ codes, long long lo,
+                                                 long long hi, long long la, u64* v, long long stride) {
+    for (long long w = 0; w < words; ++w) v[w * stride] = ~0ull;
+    for (long long k = lo; k < hi; ++k) {
+        const unsigned c = codes[k];
+        if (c >= LCS_ALPHA) continue;
+        const u64* m = masks + c * words;
+        u64 carry = 0ull;
+        for (long long w = 0; w < words; ++w) {
+            const u64 mw = m[w];
+            const u64 xw = v[w * stride];
+            const u64 u = xw & mw;
+            const u64 s1 = xw + u;
+            const u64 s2 = s1 + carry;
+            carry = (u64)((s1 < xw) | (s2 < s1));
+            v[w * stride] = s2 | (xw & ~mw);
+        }
+    }
+    long long lcs = 0;
+    for (long long w = 0; w < words; ++w) lcs += count_lcs(v[w * stride], w, la);
+    return lcs;
+}
+
 template <int W>
 __device__ __forceinline__ void lcs_tiles(const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
                                           const long long* __restrict__ group_off, const long long* __restrict__ out_off,
@@ -82,29 +137,7 @@ __device__ __forceinline__ void lcs_tiles(const unsigned char* __restrict__ code
         if (j >= x.s) continue;
         const long long b = x.base + j;
         const long long lo = seq_off[b], hi = seq_off[b + 1];
-        u64 v[W];
-#pragma unroll
-        for (int w = 0; w < W; ++w) v[w] = ~0ull;
-        for (long long k = lo; k < hi; ++k) {
-            const unsigned c = codes[k];
-            if (c >= LCS_ALPHA) continue;
-            const u64* m = masks + c * W;
-            u64 carry = 0ull;
-#pragma unroll
-            for (int w = 0; w < W; ++w) {
-                // V' = (V + U) | (V - U) with U = V & M; U is a subset of V, so V - U = V & ~M.
-                const u64 mw = m[w];
-                const u64 xw = v[w];
-                const u64 u = xw & mw;
-                const u64 s1 = xw + u;
-                const u64 s2 = s1 + carry;
-                carry = (u64)((s1 < xw) | (s2 < s1));
-                v[w] = s2 | (xw & ~mw);
-            }
-        }
-        long long lcs = 0;
-#pragma unroll
-        for (int w = 0; w < W; ++w) lcs += count_lcs(v[w], w, x.la);
+        const long long lcs = lcs_registers<W>(masks, codes, lo, hi, x.la);
         out[x.o + j] = lcs_distance(lcs, x.la, hi - lo, pow075);
     }
 }
@@ -149,24 +182,114 @@ extern "C" __global__ void lcs_tiles_long(LCS_ARGS, long long words, int global_
         if (j >= x.s) continue;
         const long long b = x.base + j;
         const long long lo = seq_off[b], hi = seq_off[b + 1];
-        for (long long w = 0; w < words; ++w) v[w * stride] = ~0ull;
-        for (long long k = lo; k < hi; ++k) {
-            const unsigned c = codes[k];
-            if (c >= LCS_ALPHA) continue;
-            const u64* m = masks + c * words;
-            u64 carry = 0ull;
-            for (long long w = 0; w < words; ++w) {
-                const u64 mw = m[w];
-                const u64 xw = v[w * stride];
-                const u64 u = xw & mw;
-                const u64 s1 = xw + u;
-                const u64 s2 = s1 + carry;
-                carry = (u64)((s1 < xw) | (s2 < s1));
-                v[w * stride] = s2 | (xw & ~mw);
+        const long long lcs = lcs_scratch(masks, words, codes, lo, hi, x.la, v, stride);
+        out[x.o + j] = lcs_distance(lcs, x.la, hi - lo, pow075);
+    }
+}
+
+// ---- Nearest sample (CPU oracle: msa/backends/cpu_lcs_tree.py, lcs_nearest_sample).
+//
+// A piece's sequences are its members sorted by node, then the references of those nodes.
+// Node g: members node_mem[g] .. + node_nmem[g], references node_ref[g] .. + node_nref[g]
+// (piece-local sequence numbers); its distances dist[node_dist[g] + r * node_nmem[g] + j]
+// (reference-major, so a tile's writes and the argmin's reads are coalesced). Tile t: one
+// reference r = tile_r[t] of node g = tile_node[t] (masks in shared memory) against members
+// tile_j0[t] .. + blockDim.x, one thread each. LCS is symmetric and so is the distance, so
+// building the masks from the reference gives the CPU's values (it masks the member).
+
+#define SAMPLE_ARGS                                                                                            \
+    const unsigned char *codes, const long long *seq_off, const long long *node_mem, const long long *node_nmem, \
+        const long long *node_ref, const long long *node_dist, const long long *tile_node,                      \
+        const long long *tile_r, const long long *tile_j0, long long n_tiles, const double *pow075, double *dist
+#define SAMPLE_PASS \
+    codes, seq_off, node_mem, node_nmem, node_ref, node_dist, tile_node, tile_r, tile_j0, n_tiles, pow075, dist
+
+// One tile's reference (a), its member j (b, -1 past the node's members) and output slot.
+struct SampleTile {
+    long long a, la, b, o;
+};
+
+__device__ __forceinline__ SampleTile sample_tile_at(long long t, SAMPLE_ARGS) {
+    SampleTile x;
+    const long long g = tile_node[t], r = tile_r[t], j = tile_j0[t] + threadIdx.x, s = node_nmem[g];
+    x.a = node_ref[g] + r;
+    x.la = seq_off[x.a + 1] - seq_off[x.a];
+    x.b = j < s ? node_mem[g] + j : -1;
+    x.o = node_dist[g] + r * s + j;
+    return x;
+}
+
+template <int W>
+__device__ __forceinline__ void sample_tiles(SAMPLE_ARGS) {
+    extern __shared__ u64 masks[];
+    for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        const SampleTile x = sample_tile_at(t, SAMPLE_PASS);
+        __syncthreads();  // the previous tile's threads are done with the masks
+        build_masks(masks, W, codes, seq_off[x.a], x.la);
+        if (x.b < 0) continue;
+        const long long lo = seq_off[x.b], hi = seq_off[x.b + 1];
+        const long long lcs = lcs_registers<W>(masks, codes, lo, hi, x.la);
+        dist[x.o] = lcs_distance(lcs, x.la, hi - lo, pow075);
+    }
+}
+
+#define SAMPLE_ENTRY(W) \
+    extern "C" __global__ void lcs_sample_##W(SAMPLE_ARGS) { sample_tiles<W>(SAMPLE_PASS); }
+
+// Same word classes as lcs_tiles_<W> (cuda.LCS_WORDS), by the reference's length.
+SAMPLE_ENTRY(1)
+SAMPLE_ENTRY(2)
+SAMPLE_ENTRY(3)
+SAMPLE_ENTRY(4)
+SAMPLE_ENTRY(5)
+SAMPLE_ENTRY(6)
+SAMPLE_ENTRY(8)
+SAMPLE_ENTRY(10)
+SAMPLE_ENTRY(12)
+SAMPLE_ENTRY(16)
+SAMPLE_ENTRY(24)
+SAMPLE_ENTRY(32)
+
+// References of more than 32 words: masks and V placed as in lcs_tiles_long.
+extern "C" __global__ void lcs_sample_long(SAMPLE_ARGS, long long words, int global_masks, u64* masks_global,
+                                           u64* scratch) {
+    extern __shared__ u64 shared_masks[];
+    u64* masks = global_masks ? masks_global + blockIdx.x * LCS_ALPHA * words : shared_masks;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    u64* v = scratch + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        const SampleTile x = sample_tile_at(t, SAMPLE_PASS);
+        __syncthreads();
+        build_masks(masks, words, codes, seq_off[x.a], x.la);
+        if (x.b < 0) continue;
+        const long long lo = seq_off[x.b], hi = seq_off[x.b + 1];
+        const long long lcs = lcs_scratch(masks, words, codes, lo, hi, x.la, v, stride);
+        dist[x.o] = lcs_distance(lcs, x.la, hi - lo, pow075);
+    }
+}
+
+// Member t of the piece (node mem_node[t], index j within it): the first reference of the
+// smallest distance (strict <, as _nearest_row), +inf and 0 for a node without references.
+extern "C" __global__ void lcs_sample_argmin(const long long* __restrict__ mem_node, long long m,
+                                             const long long* __restrict__ node_mem,
+                                             const long long* __restrict__ node_nmem,
+                                             const long long* __restrict__ node_nref,
+                                             const long long* __restrict__ node_dist,
+                                             const double* __restrict__ dist, int* __restrict__ best,
+                                             double* __restrict__ best_d) {
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < m; t += (long long)gridDim.x * blockDim.x) {
+        const long long g = mem_node[t], s = node_nmem[g], n = node_nref[g];
+        const double* d = dist + node_dist[g] + (t - node_mem[g]);
+        int arg = 0;
+        double dmin = __longlong_as_double(0x7ff0000000000000ll);
+        for (long long r = 0; r < n; ++r) {
+            const double x = d[r * s];
+            if (x < dmin) {
+                dmin = x;
+                arg = (int)r;
             }
         }
-        long long lcs = 0;
-        for (long long w = 0; w < words; ++w) lcs += count_lcs(v[w * stride], w, x.la);
-        out[x.o + j] = lcs_distance(lcs, x.la, hi - lo, pow075);
+        best[t] = arg;
+        best_d[t] = dmin;
     }
 }

@@ -61,6 +61,8 @@ LCS_LONG_SCRATCH = 1 << 28
 #: Device bytes per residue (codes) and per pair (output, tiles) of an LCS piece.
 LCS_BYTES_PER_RESIDUE = 1
 LCS_BYTES_PER_PAIR = 8 + 16 / LCS_THREADS
+#: Device bytes per (member, reference) pair of a nearest-sample piece (distance, tiles).
+SAMPLE_BYTES_PER_PAIR = 8 + 24 / LCS_THREADS
 
 
 class DeviceKmerTables(KmerTables):
@@ -350,33 +352,13 @@ class CudaBackend:
         bounds = plan["class_off"]
         for k in range(len(LCS_WORDS) + 1):
             lo, hi = int(bounds[k]), int(bounds[k + 1])
-            if lo == hi:
-                continue
-            tiles = (d["tile_row"][lo:hi], d["tile_j0"][lo:hi], np.int64(hi - lo), d_pow, out)
-            blocks = min(hi - lo, LCS_BLOCKS_PER_SM * self.n_sm)
-            if k < len(LCS_WORDS):
-                w = int(LCS_WORDS[k])
-                module.get_function(f"lcs_tiles_{w}")(
-                    (blocks,), (LCS_THREADS,), (*args, *tiles), shared_mem=20 * w * 8
-                )
-                continue
-            words = int(plan["long_words"])
-            blocks = max(1, min(blocks, LCS_LONG_SCRATCH // (8 * words * LCS_THREADS)))
-            scratch = cp.empty(words * blocks * LCS_THREADS, dtype=cp.uint64)
-            mask_bytes = 20 * words * 8
-            in_global = mask_bytes > LCS_LONG_SHARED
-            masks = cp.empty(blocks * 20 * words if in_global else 1, dtype=cp.uint64)
-            kernel = module.get_function("lcs_tiles_long")
-            shared = 0 if in_global else mask_bytes
-            kernel.max_dynamic_shared_size_bytes = max(shared, 1)
-            kernel(
-                (blocks,), (LCS_THREADS,),
-                (*args, *tiles, np.int64(words), np.int32(in_global), masks, scratch), shared_mem=shared,
-            )
+            if lo < hi:
+                tiles = (d["tile_row"][lo:hi], d["tile_j0"][lo:hi], np.int64(hi - lo), d_pow, out)
+                self._lcs_launch(module, "lcs_tiles", k, (*args, *tiles), hi - lo, int(plan["long_words"]))
         return out.get()
 
-    # ---- LCS guide-tree operations: delegated to the CPU until GPU kernels exist
-    # (owner: guide-tree accuracy work; see msa/backends/cpu_lcs_tree.py).
+    # ---- LCS guide-tree operations: nearest reference and Prim's MST delegated to the CPU until GPU
+    # kernels exist (owner: guide-tree accuracy work; see msa/backends/cpu_lcs_tree.py).
     def lcs_nearest_reference(self, codes, offsets, ref_ids, ref_off, member_ids, member_node):
         """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
         from msa.backends.cpu import CpuBackend
@@ -389,11 +371,121 @@ class CudaBackend:
 
         return CpuBackend().lcs_prim_mst(codes, offsets, ids)
 
-    def lcs_nearest_sample(self, codes, offsets, ref_ids, ref_off, member_ids, member_node):
-        """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
-        from msa.backends.cpu import CpuBackend
+    def lcs_nearest_sample(
+        self,
+        codes: np.ndarray,
+        offsets: np.ndarray,
+        ref_ids: np.ndarray,
+        ref_off: np.ndarray,
+        member_ids: np.ndarray,
+        member_node: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each member's nearest reference of its node (earlier wins ties) and distance (kernels/lcs_distance.cu).
 
-        return CpuBackend().lcs_nearest_sample(codes, offsets, ref_ids, ref_off, member_ids, member_node)
+        Equal to :func:`msa.backends.cpu_lcs_tree.lcs_nearest_sample` bit for bit.
+        Members are cut into pieces whose (member x reference) distances fit the
+        free device memory; a piece uploads its members and their nodes' references.
+        """
+        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        ref_ids = np.ascontiguousarray(ref_ids, dtype=np.int64)
+        ref_off = np.ascontiguousarray(ref_off, dtype=np.int64)
+        member_ids = np.ascontiguousarray(member_ids, dtype=np.int64)
+        member_node = np.ascontiguousarray(member_node, dtype=np.int64)
+        m = len(member_ids)
+        best = np.zeros(m, dtype=np.int32)
+        best_d = np.zeros(m, dtype=np.float64)
+        if m == 0:
+            return best, best_d
+        lens = np.diff(offsets)
+        max_len = max(int(lens[ref_ids].max(initial=0)), int(lens[member_ids].max()), 1)
+        n_refs = np.diff(ref_off)[member_node]
+        with cp.cuda.Device(self.device):
+            d_pow = cp.asarray(pow075_table(2 * max_len + 1))
+
+            def piece(lo: int, hi: int) -> None:
+                best[lo:hi], best_d[lo:hi] = self._sample_piece(
+                    codes, offsets, ref_ids, ref_off, member_ids[lo:hi], member_node[lo:hi], d_pow
+                )
+
+            cost = SAMPLE_BYTES_PER_PAIR * n_refs + LCS_BYTES_PER_RESIDUE * lens[member_ids] + 128
+            _run_in_pieces(cost, piece, self.memory_limit)
+        return best, best_d
+
+    def _sample_piece(self, codes, offsets, ref_ids, ref_off, member_ids, member_node, d_pow):
+        """Distance tiles of these members against their nodes' references, then one argmin per member."""
+        module = kernels.load("lcs_distance", (), self.device)
+        m = len(member_ids)
+        order = np.argsort(member_node, kind="stable")
+        node_s = member_node[order]
+        nodes, node_mem, node_nmem = np.unique(node_s, return_index=True, return_counts=True)
+        node_nref = ref_off[nodes + 1] - ref_off[nodes]
+        ref_first = np.cumsum(node_nref) - node_nref
+        n_ref_seqs = int(node_nref.sum())
+        ref_pos = np.arange(n_ref_seqs, dtype=np.int64) + np.repeat(ref_off[nodes] - ref_first, node_nref)
+        seqs = np.concatenate((member_ids[order], ref_ids[ref_pos]))
+        lens = offsets[seqs + 1] - offsets[seqs]
+        seq_off = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(lens, out=seq_off[1:])
+        gather = np.arange(seq_off[-1], dtype=np.int64) + np.repeat(offsets[seqs] - seq_off[:-1], lens)
+        sizes = node_nref * node_nmem
+        node_dist = np.cumsum(sizes) - sizes
+        # tiles: (node, reference, first member), ordered by the reference's word class
+        row_node = np.repeat(np.arange(len(nodes), dtype=np.int64), node_nref)
+        row_r = np.arange(n_ref_seqs, dtype=np.int64) - ref_first[row_node]
+        row_tiles = -(-node_nmem[row_node] // LCS_THREADS)
+        words = np.maximum(-(-lens[m + np.arange(n_ref_seqs)] // 64), 1)
+        row_class = np.searchsorted(LCS_WORDS, words)
+        n_tiles = int(row_tiles.sum())
+        tile_row = np.repeat(np.arange(n_ref_seqs, dtype=np.int64), row_tiles)
+        first = np.repeat(np.cumsum(row_tiles) - row_tiles, row_tiles)
+        tile_j0 = LCS_THREADS * (np.arange(n_tiles, dtype=np.int64) - first)
+        tile_order = np.argsort(row_class[tile_row], kind="stable")
+        tile_row, tile_j0 = tile_row[tile_order], tile_j0[tile_order]
+        class_off = np.zeros(len(LCS_WORDS) + 2, dtype=np.int64)
+        np.cumsum(np.bincount(row_class[tile_row], minlength=len(LCS_WORDS) + 1), out=class_off[1:])
+        long_rows = row_class == len(LCS_WORDS)
+        long_words = int(words[long_rows].max()) if long_rows.any() else 0
+        d_node = [cp.asarray(a) for a in (node_mem, node_nmem, m + ref_first, node_dist)]
+        d_tile = [cp.asarray(a) for a in (row_node[tile_row], row_r[tile_row], tile_j0)]
+        dist = cp.empty(max(int(sizes.sum()), 1), dtype=cp.float64)
+        args = (cp.asarray(codes[gather]), cp.asarray(seq_off), *d_node)
+        for k in range(len(LCS_WORDS) + 1):
+            lo, hi = int(class_off[k]), int(class_off[k + 1])
+            if lo < hi:
+                tiles = (*(a[lo:hi] for a in d_tile), np.int64(hi - lo), d_pow, dist)
+                self._lcs_launch(module, "lcs_sample", k, (*args, *tiles), hi - lo, long_words)
+        best = cp.empty(m, dtype=cp.int32)
+        best_d = cp.empty(m, dtype=cp.float64)
+        mem_node = cp.asarray(np.repeat(np.arange(len(nodes), dtype=np.int64), node_nmem))
+        module.get_function("lcs_sample_argmin")(
+            (min(-(-m // 256), 8 * self.n_sm),), (256,),
+            (mem_node, np.int64(m), d_node[0], d_node[1], cp.asarray(node_nref), d_node[3], dist, best, best_d),
+        )
+        out, out_d = np.empty(m, dtype=np.int32), np.empty(m, dtype=np.float64)
+        out[order], out_d[order] = best.get(), best_d.get()
+        return out, out_d
+
+    def _lcs_launch(self, module, prefix: str, k: int, args: tuple, n_tiles: int, long_words: int) -> None:
+        """Launch ``prefix``'s kernel of word class ``k`` over ``n_tiles`` tiles (the last class: ``prefix_long``,
+        masks in shared or global memory, V in a global scratch of at most LCS_LONG_SCRATCH bytes)."""
+        blocks = min(n_tiles, LCS_BLOCKS_PER_SM * self.n_sm)
+        if k < len(LCS_WORDS):
+            w = int(LCS_WORDS[k])
+            module.get_function(f"{prefix}_{w}")((blocks,), (LCS_THREADS,), args, shared_mem=20 * w * 8)
+            return
+        blocks = max(1, min(blocks, LCS_LONG_SCRATCH // (8 * long_words * LCS_THREADS)))
+        scratch = cp.empty(long_words * blocks * LCS_THREADS, dtype=cp.uint64)
+        mask_bytes = 20 * long_words * 8
+        in_global = mask_bytes > LCS_LONG_SHARED
+        masks = cp.empty(blocks * 20 * long_words if in_global else 1, dtype=cp.uint64)
+        kernel = module.get_function(f"{prefix}_long")
+        shared = 0 if in_global else mask_bytes
+        kernel.max_dynamic_shared_size_bytes = max(shared, 1)
+        kernel(
+            (blocks,), (LCS_THREADS,),
+            (*args, np.int64(long_words), np.int32(in_global), masks, scratch), shared_mem=shared,
+        )
 
     # ---- helpers
     @staticmethod

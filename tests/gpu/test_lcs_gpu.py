@@ -105,3 +105,96 @@ def test_guide_tree_equal(cuda_backend, guide_tree, n):
     got = build_guide_tree(db, params, cuda_backend)
     np.testing.assert_array_equal(got.children, want.children)
     np.testing.assert_array_equal(got.heights, want.heights)
+
+
+def sample_inputs(rng, n: int, node_members, node_refs, dup_refs: bool = False):
+    """References (random ids, duplicated within nodes if ``dup_refs``, so ties occur) and members
+    (random ids, nodes shuffled so a node's members are not contiguous)."""
+    node_refs = np.asarray(node_refs, dtype=np.int64)
+    ref_off = np.concatenate(([0], np.cumsum(node_refs)))
+    ref_ids = rng.integers(0, n, int(ref_off[-1]))
+    if dup_refs:
+        ref_ids = np.repeat(ref_ids[::2], 2)[: len(ref_ids)]
+    member_node = rng.permutation(np.repeat(np.arange(len(node_refs)), node_members))
+    member_ids = rng.integers(0, n, len(member_node))
+    return ref_ids.astype(np.int64), ref_off, member_ids.astype(np.int64), member_node.astype(np.int64)
+
+
+def assert_sample_equal_to_cpu(backend, codes, offsets, ref_ids, ref_off, member_ids, member_node) -> None:
+    want, want_d = CPU.lcs_nearest_sample(codes, offsets, ref_ids, ref_off, member_ids, member_node)
+    got, got_d = backend.lcs_nearest_sample(codes, offsets, ref_ids, ref_off, member_ids, member_node)
+    assert got.dtype == np.int32 and got_d.dtype == np.float64
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_d.view(np.uint64), want_d.view(np.uint64))  # bit for bit
+
+
+# (lengths, odd rate, members per node, references per node, duplicated references)
+SAMPLE_SHAPES = {
+    "tiny": lambda r: (r.integers(0, 6, 300), 0.05, [40, 200, 7, 1], [3, 50, 1, 9], False),
+    "one_ref": lambda r: (r.integers(0, 100, 300), 0.02, [50, 1, 130], [1, 1, 1], False),
+    "multi_word": lambda r: (r.integers(60, 400, 600), 0.02, [300, 250, 5], [120, 7, 300], False),
+    "word_edges": lambda r: (r.choice([63, 64, 65, 127, 128, 129, 191, 192, 193], 300), 0.01, [400], [60], False),
+    "x_rich": lambda r: (r.integers(0, 200, 300), 0.6, [150, 150], [40, 20], False),
+    "all_odd": lambda r: (r.integers(0, 30, 60), 1.0, [80], [10], False),
+    "long_refs": lambda r: (r.integers(1500, 2400, 60), 0.01, [70, 30], [25, 12], False),  # 24, 32, > 32 words
+    "many_nodes": lambda r: (r.integers(0, 250, 2000), 0.02, r.integers(1, 30, 200), r.integers(1, 15, 200), False),
+    "dup_refs": lambda r: (r.integers(0, 120, 200), 0.02, [300, 90], [40, 13], True),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SAMPLE_SHAPES))
+def test_nearest_sample_equal(cuda_backend, shape):
+    rng = np.random.default_rng(100 + sorted(SAMPLE_SHAPES).index(shape))
+    lens, odd, members, refs, dup = SAMPLE_SHAPES[shape](rng)
+    codes, offsets = random_set(rng, lens, odd)
+    assert_sample_equal_to_cpu(cuda_backend, codes, offsets, *sample_inputs(rng, len(lens), members, refs, dup))
+
+
+def test_nearest_sample_identical_sequences_tie(cuda_backend):
+    """Every reference the same sequence content: all distances tie, the first reference wins."""
+    rng = np.random.default_rng(120)
+    codes, offsets = random_set(rng, [90] * 5, 0.0, n_anc=1, rate=0.0)
+    got, got_d = cuda_backend.lcs_nearest_sample(
+        codes, offsets, np.array([4, 3, 2, 1]), np.array([0, 4]), np.arange(5), np.zeros(5, dtype=np.int64)
+    )
+    assert list(got) == [0] * 5 and list(got_d) == [0.0] * 5
+    assert_sample_equal_to_cpu(
+        cuda_backend, codes, offsets, np.array([4, 3, 2, 1]), np.array([0, 4]), np.arange(5), np.zeros(5, np.int64)
+    )
+
+
+def test_nearest_sample_long_refs_global_masks_and_pieces(monkeypatch):
+    """References past the register kernels with masks in global memory, a small V scratch, many pieces."""
+    monkeypatch.setattr(cuda, "LCS_LONG_SHARED", 1024)
+    monkeypatch.setattr(cuda, "LCS_LONG_SCRATCH", 3 * 8 * 40 * cuda.LCS_THREADS)
+    rng = np.random.default_rng(121)
+    codes, offsets = random_set(rng, rng.integers(2100, 2600, 80), 0.01)
+    inputs = sample_inputs(rng, 80, [100, 60], [20, 9])
+    assert_sample_equal_to_cpu(cuda.CudaBackend(memory_limit=1 << 12), codes, offsets, *inputs)
+
+
+def test_nearest_sample_no_members_and_empty_node(cuda_backend):
+    codes, offsets = random_set(np.random.default_rng(122), [5, 0, 7, 9], 0.0)
+    got, got_d = cuda_backend.lcs_nearest_sample(
+        codes, offsets, np.array([0, 1]), np.array([0, 2, 2]), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    )
+    assert len(got) == 0 and len(got_d) == 0
+    assert_sample_equal_to_cpu(  # node 1 has no references: index 0, distance inf, as on the CPU
+        cuda_backend, codes, offsets, np.array([0, 1]), np.array([0, 2, 2]), np.array([2, 3, 1]), np.array([1, 0, 0])
+    )
+
+
+def test_parttree_sampled_split_equal(cuda_backend):
+    """The default sampled PartTree split (500-member sample, then exact subtrees) gives the same tree on both backends."""
+    n = 3000
+    rng = np.random.default_rng(123)
+    codes, offsets = random_set(rng, rng.integers(20, 300, n), 0.02, n_anc=12)
+    letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYVBZX*", dtype=np.uint8)[codes]
+    names = [f"s{i}" for i in range(n)]
+    db = SeqDB.from_arrays(names, names, letters, offsets)
+    params = AlignParams(guide_tree="parttree", exact_tree_max=150, mst_tree_max=150, split_cluster_max=100, seed=5)
+    assert params.parttree_split == "sample" and params.parttree_distance == "lcs"
+    want = build_guide_tree(db, params, CPU)
+    got = build_guide_tree(db, params, cuda_backend)
+    np.testing.assert_array_equal(got.children, want.children)
+    np.testing.assert_array_equal(got.heights, want.heights)
