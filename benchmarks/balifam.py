@@ -15,28 +15,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-import common
-from common import DEFAULT_COMMANDS, warm_up, align_and_score, parse_tools, print_table, summarize, write_json
+from common import add_tool_arguments, align_and_score, print_table, summarize, tool_commands, write_json
 
 
 def main() -> None:
     """Run every tool on every set, print the table, write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sets", type=Path, required=True, help="a BaliFam folder with in/, ref/, info/ids.txt")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--tools", default="msa,famsa", help="comma-separated, from: " + ", ".join(DEFAULT_COMMANDS))
     ap.add_argument("--limit", type=int, help="only the first N sets")
-    ap.add_argument("--out", type=Path, help="JSON of per-set results")
-    ap.add_argument("--workdir", type=Path, help="keep alignments here (default: a temporary folder)")
-    ap.add_argument("--timeout", type=float, help="stop a run after this many seconds (reported as failed)")
-    for tool, cmd in DEFAULT_COMMANDS.items():
-        ap.add_argument(f"--{tool}-cmd", default=cmd, help=f"command for {tool} (default: %(default)s)")
+    add_tool_arguments(ap)
     a = ap.parse_args()
-    common.TIMEOUT_S = a.timeout
-    tools = parse_tools(a.tools)
+    tools, commands = tool_commands(a)
     ids = (a.sets / "info" / "ids.txt").read_text().split()[: a.limit]
-    commands = {t: getattr(a, f"{t.replace('-', '_')}_cmd") for t in tools}
-    warm_up(commands, a.threads)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = a.workdir or Path(tmp)

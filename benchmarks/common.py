@@ -2,6 +2,7 @@
 measure its wall time and peak memory, score it, and print one table with ratios."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
@@ -155,6 +156,27 @@ def write_json(path: Path | None, runs: list[Run], summary: dict, meta: dict) ->
     if path is not None:
         path.write_text(json.dumps({"meta": meta, "summary": summary, "runs": [asdict(r) for r in runs]},
                                    indent=1))
+
+
+def add_tool_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options every side-by-side benchmark shares: tools, threads, output, timeout, commands."""
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--tools", default="msa,famsa", help="comma-separated, from: " + ", ".join(DEFAULT_COMMANDS))
+    ap.add_argument("--out", type=Path, help="JSON of results")
+    ap.add_argument("--workdir", type=Path, help="keep inputs and alignments here (default: temporary)")
+    ap.add_argument("--timeout", type=float, help="stop a run after this many seconds (reported as failed)")
+    for tool, cmd in DEFAULT_COMMANDS.items():
+        ap.add_argument(f"--{tool}-cmd", default=cmd, help=f"command for {tool} (default: %(default)s)")
+
+
+def tool_commands(a: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    """The chosen tools and their commands; sets the timeout and warms msa's kernel caches."""
+    global TIMEOUT_S
+    TIMEOUT_S = a.timeout
+    tools = parse_tools(a.tools)
+    commands = {t: getattr(a, f"{t.replace('-', '_')}_cmd") for t in tools}
+    warm_up(commands, a.threads)
+    return tools, commands
 
 
 def parse_tools(text: str) -> list[str]:

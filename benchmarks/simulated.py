@@ -16,8 +16,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-import common
-from common import DEFAULT_COMMANDS, warm_up, REPO, align_and_score, parse_tools, print_table, summarize, write_json
+from common import REPO, add_tool_arguments, align_and_score, print_table, summarize, tool_commands, write_json
 
 sys.path.insert(0, str(REPO / "datasets"))
 from simulate import SimParams, simulate, write_family  # noqa: E402
@@ -34,20 +33,11 @@ def main() -> None:
     ap.add_argument("--height", type=float, default=d.height)
     ap.add_argument("--indel-rate", type=float, default=d.indel_rate)
     ap.add_argument("--ref-size", type=int, help="score against this many random sequences only")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--tools", default="msa,famsa", help="comma-separated, from: " + ", ".join(DEFAULT_COMMANDS))
-    ap.add_argument("--out", type=Path, help="JSON of results")
-    ap.add_argument("--workdir", type=Path, help="keep inputs and alignments here (default: temporary)")
-    ap.add_argument("--timeout", type=float, help="stop a run after this many seconds (reported as failed)")
-    for tool, cmd in DEFAULT_COMMANDS.items():
-        ap.add_argument(f"--{tool}-cmd", default=cmd, help=f"command for {tool} (default: %(default)s)")
+    add_tool_arguments(ap)
     a = ap.parse_args()
-    common.TIMEOUT_S = a.timeout
-    tools = parse_tools(a.tools)
+    tools, commands = tool_commands(a)
     params = SimParams(n=a.n, length=a.length, seed=a.seed, tree=a.tree, height=a.height,
                        indel_rate=a.indel_rate)
-    commands = {t: getattr(a, f"{t.replace('-', '_')}_cmd") for t in tools}
-    warm_up(commands, a.threads)
     case = f"sim-n{a.n}-L{a.length}-s{a.seed}"
     runs = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -84,6 +84,19 @@ SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTre
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Nothing on stderr but errors.")]
 
 
+def _params(**options: object) -> AlignParams:
+    """AlignParams from command-line values, enum choices unwrapped to their strings."""
+    return AlignParams(**{k: v.value if isinstance(v, enum.Enum) else v for k, v in options.items()})
+
+
+def _tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance) -> dict:
+    """The guide-tree options `align` and `tree` share, by their AlignParams names."""
+    return dict(
+        partsize=partsize, exact_tree_max=exact_tree_max, distance=distance, linkage=linkage,
+        parttree_split=parttree_split, parttree_distance=parttree_distance,
+    )
+
+
 def main() -> None:
     """Entry point of ``python -m msa``."""
     app(prog_name="msa")
@@ -150,22 +163,10 @@ def align(
 ) -> None:
     """Align a protein FASTA file."""
     with _errors(), Progress(quiet=quiet).running() as progress:
-        params = AlignParams(
-            matrix=matrix,
-            gap_open=gap_open,
-            gap_extend=gap_extend,
-            terminal_gap=terminal_gap,
-            partsize=partsize,
-            exact_tree_max=exact_tree_max,
-            distance=distance.value,
-            linkage=linkage.value,
-            parttree_split=parttree_split.value,
-            parttree_distance=parttree_distance.value,
-            keep_duplicates=keep_duplicates,
-            seed=seed,
-            threads=threads,
-            device=device.value,
-            quiet=quiet,
+        params = _params(
+            matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
+            **_tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance),
+            keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
             **_tree_choice(tree),
         )
         if tree_out is not None and params.tree_file is not None:
@@ -214,19 +215,10 @@ def tree(
 ) -> None:
     """Build only the guide tree and write it as Newick (leaves named after the sequences)."""
     with _errors(), Progress(quiet=quiet).running() as progress:
-        params = AlignParams(
-            guide_tree=method.value,
-            partsize=partsize,
-            exact_tree_max=exact_tree_max,
-            distance=distance.value,
-            linkage=linkage.value,
-            parttree_split=parttree_split.value,
-            parttree_distance=parttree_distance.value,
-            keep_duplicates=keep_duplicates,
-            seed=seed,
-            threads=threads,
-            device=device.value,
-            quiet=quiet,
+        params = _params(
+            guide_tree=method,
+            **_tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance),
+            keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
         )
         with progress.stage("reading"):
             db = read_fasta(input)
