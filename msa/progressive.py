@@ -3,14 +3,15 @@
 Bottom-up, every internal node whose children are done goes into one batch
 (``GuideTree.levels``), and the backend aligns the whole batch in one call. A
 merge returns, for each child, a column map (child column -> parent column) and
-the parent's counts; child profiles are dropped once merged. Top-down, the maps
-compose into the final column of every residue, and rows are filled in one pass.
+the parent's counts. Top-down, the maps compose into the final column of every
+residue, and rows are filled in one pass.
 
 Profile tables, maps and the composition live in the backend's array module
 (``backend.xp``: NumPy on the CPU, CuPy on the GPU, where the codes are uploaded
-once and only the final columns come back). Per level the host keeps only widths
-and sizes; a level with one merge (the thousands of levels of a caterpillar
-subtree) costs no concatenation or copy of its parent.
+once and only the final columns come back). Each level's parents stay in one
+store; a level's children are gathered, and its columns placed, with a few
+whole-array operations per level, however many nodes it has: at 10^5 sequences
+a Python operation per node cost more than the GPU's dynamic programming.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from types import ModuleType
 import numpy as np
 
 from msa.progress import current
-from msa.profile import AlignBatch, gap_vector, sequence_counts
+from msa.profile import N_COUNTS, AlignBatch, gap_vector
 from msa.params import GapCosts
 from msa.seqdb import SeqDB, _ranges
 from msa.tree.guide_tree import GuideTree
@@ -55,52 +56,137 @@ def progressive_align(
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
     g = gap_vector(gaps)
     xp = backend.xp
-    codes = xp.asarray(db.codes)  # one upload on the GPU, the same array on the CPU
     levels = tree.levels()
     order = np.argsort(levels, kind="stable")
     bounds = np.flatnonzero(np.diff(levels[order])) + 1
     batches = np.split(order + n, bounds)
 
-    profiles: dict[int, np.ndarray] = {}  # backend arrays
+    pool = _ProfilePool(xp, db, tree.n_nodes)
     sizes = np.ones(tree.n_nodes, dtype=np.int64)
-    widths = np.zeros(tree.n_nodes, dtype=np.int64)
-    widths[:n] = lengths
     batch_maps: list[np.ndarray] = []
     with current().stage("aligning profiles", total=n - 1) as advance:
         for nodes in batches:
             kids = tree.children[nodes - n].reshape(-1)
             sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
-            gathered = _gather(xp, db, codes, kids, profiles)
-            batch = AlignBatch(gathered, _offsets(widths[kids]), sizes[kids], matrix, g)
-            result = backend.profile_align(batch)
-            widths[nodes] = np.diff(result.col_offsets)
-            if len(nodes) == 1:
-                profiles[int(nodes[0])] = result.counts
-            else:
-                off = result.col_offsets.tolist()
-                for k, node in enumerate(nodes.tolist()):
-                    profiles[node] = result.counts[off[k] : off[k + 1]].copy()  # a view would pin the batch
+            gathered, col_offsets = pool.take(kids)
+            result = backend.profile_align(AlignBatch(gathered, col_offsets, sizes[kids], matrix, g))
+            pool.add_level(nodes, result.counts, result.col_offsets)
             batch_maps.append(result.maps.astype(xp.int32))
             advance(len(nodes))
-    root = tree.root
-    width = int(widths[root])
-    profiles.clear()
+    columns = _place_columns(xp, db, tree, batches, batch_maps, pool)
+    return backend.to_host(columns), int(pool.widths[tree.root])
 
-    # Top-down: the final column of every column of every node, level by level.
-    final: dict[int, np.ndarray] = {root: xp.arange(width, dtype=xp.int64)}
-    for nodes, maps in zip(reversed(batches), reversed(batch_maps)):
+
+class _ProfilePool:
+    """The profile tables of finished nodes, on the backend, one store per level.
+
+    A node is addressed by (store, row); a level's children are gathered with
+    one indexed copy per store they come from (and one scatter for all leaves,
+    built from the codes), never an operation per node. A store is dropped when
+    its last node is taken and compacted when less than half of it is still
+    live, so memory stays within twice the live profiles. ``level``/``start``
+    keep each node's place in its level's output, which the top-down pass uses.
+    """
+
+    def __init__(self, xp: ModuleType, db: SeqDB, n_nodes: int) -> None:
+        self.xp, self.db, self.n = xp, db, len(db)
+        self.codes = xp.asarray(db.codes)  # one upload on the GPU, the same array on the CPU
+        self.widths = np.zeros(n_nodes, dtype=np.int64)
+        self.widths[: self.n] = db.lengths
+        self.level = np.full(n_nodes, -1, dtype=np.int64)
+        self.start = np.zeros(n_nodes, dtype=np.int64)  # row in its level's output
+        self.row = np.zeros(n_nodes, dtype=np.int64)  # row in its store now (after compactions)
+        self.live = np.zeros(n_nodes, dtype=bool)
+        self.stores: list = []
+        self.store_live: list[int] = []
+        self.level_cols: list[int] = []
+
+    def add_level(self, nodes: np.ndarray, counts, col_offsets: np.ndarray) -> None:
+        """Keep a level's parent tables (merge ``k`` is ``nodes[k]``)."""
+        k = len(self.stores)
+        self.widths[nodes] = np.diff(col_offsets)
+        self.level[nodes] = k
+        self.start[nodes] = self.row[nodes] = col_offsets[:-1]
+        self.live[nodes] = True
+        self.stores.append(counts)
+        self.store_live.append(int(col_offsets[-1]))
+        self.level_cols.append(int(col_offsets[-1]))
+
+    def take(self, kids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The tables of ``kids`` laid end to end, and their column offsets; inner nodes leave the pool."""
+        xp, w = self.xp, self.widths[kids]
+        off = _offsets(w)
+        out = xp.zeros((int(off[-1]), N_COUNTS), dtype=xp.int32)
+        leaf = kids < self.n
+        if leaf.any():  # one-hot rows of the leaves' codes
+            rows = _expand(xp, off[:-1][leaf], w[leaf])
+            out[rows, self.codes[_expand(xp, self.db.offsets[kids[leaf]], w[leaf])]] = 1
+        inner = np.flatnonzero(~leaf)
+        stores = self.level[kids[inner]]
+        for s in np.unique(stores).tolist():
+            pick = inner[stores == s]
+            src = self.stores[s]
+            if len(pick) == 1:  # a slice, no index arrays (the one-merge levels)
+                q, r = int(kids[pick[0]]), int(off[pick[0]])
+                out[r : r + w[pick[0]]] = src[self.row[q] : self.row[q] + self.widths[q]]
+            else:
+                out[_expand(xp, off[pick], w[pick])] = src[_expand(xp, self.row[kids[pick]], w[pick])]
+            self.live[kids[pick]] = False
+            self.store_live[s] -= int(w[pick].sum())
+            if self.store_live[s] == 0:
+                self.stores[s] = None
+            elif 2 * self.store_live[s] < len(src):
+                self._compact(s)
+        return out, off
+
+    def _compact(self, s: int) -> None:
+        keep = np.flatnonzero(self.live & (self.level == s))
+        w = self.widths[keep]
+        self.stores[s] = self.stores[s][_expand(self.xp, self.row[keep], w)]
+        self.row[keep] = _offsets(w)[:-1]
+
+
+def _place_columns(
+    xp: ModuleType, db: SeqDB, tree: GuideTree, batches: list[np.ndarray], batch_maps: list, pool: _ProfilePool
+):
+    """Top-down: the final column of every residue (``xp`` int64, ``db.codes`` layout).
+
+    ``final[k]`` holds the final column of every column of level ``k``'s outputs,
+    in that level's layout; a level's maps turn it into the final columns of its
+    inputs, which go to the leaves' residues and to the levels that made the
+    inner children, one indexed copy per destination level.
+    """
+    n = len(db)
+    columns = xp.empty(len(db.codes), dtype=xp.int64)
+    final: list = [None] * len(batches)
+    final[-1] = xp.arange(pool.level_cols[-1], dtype=xp.int64)
+    for k in range(len(batches) - 1, -1, -1):
+        nodes, maps = batches[k], batch_maps[k]
         kids = tree.children[nodes - n].reshape(-1)
-        if len(nodes) == 1:
-            composed = final.pop(int(nodes[0]))[maps]
+        w = pool.widths[kids]
+        off = _offsets(w)
+        here = final[k]
+        if len(nodes) > 1:  # maps are relative to each parent: add the parent's place in the level
+            parent = xp.asarray(pool.start[nodes])[_segments(xp, w) // 2]
+            here = here[parent + maps]
         else:
-            parent_final = xp.concatenate([final.pop(p) for p in nodes.tolist()])
-            kid_base = np.repeat(_offsets(widths[nodes])[:-1], 2)
-            composed = parent_final[maps + xp.asarray(np.repeat(kid_base, widths[kids]))]
-        kid_off = _offsets(widths[kids]).tolist()
-        for k, kid in enumerate(kids.tolist()):
-            final[kid] = composed[kid_off[k] : kid_off[k + 1]]
-    columns = backend.to_host(xp.concatenate([final[i] for i in range(n)]))
-    return columns, width
+            here = here[maps]
+        final[k] = None
+        leaf = kids < n
+        if leaf.any():
+            columns[_expand(xp, db.offsets[kids[leaf]], w[leaf])] = here[_expand(xp, off[:-1][leaf], w[leaf])]
+        inner = np.flatnonzero(~leaf)
+        dest = pool.level[kids[inner]]
+        for s in np.unique(dest).tolist():
+            pick = inner[dest == s]
+            if final[s] is None:
+                final[s] = xp.empty(pool.level_cols[s], dtype=xp.int64)
+            if len(pick) == 1:
+                q, r = int(kids[pick[0]]), int(off[pick[0]])
+                final[s][pool.start[q] : pool.start[q] + w[pick[0]]] = here[r : r + w[pick[0]]]
+            else:
+                final[s][_expand(xp, pool.start[kids[pick]], w[pick])] = here[_expand(xp, off[pick], w[pick])]
+    return columns
 
 
 def gapped_rows(db: SeqDB, columns: np.ndarray, width: int) -> np.ndarray:
@@ -117,20 +203,21 @@ def _offsets(widths: np.ndarray) -> np.ndarray:
     return out
 
 
-def _gather(
-    xp: ModuleType, db: SeqDB, codes: np.ndarray, nodes: np.ndarray, profiles: dict[int, np.ndarray]
-) -> np.ndarray:
-    """The tables of ``nodes`` laid end to end (``xp`` arrays); leaves are built from ``codes``
-    (``db.codes`` in the backend's array module), profiles popped."""
-    n = len(db)
-    leaf = nodes < n
-    if leaf.all():
-        starts = db.offsets[nodes]
-        return sequence_counts(codes[xp.asarray(_ranges(starts, db.offsets[nodes + 1] - starts))], xp)
-    parts = []
-    for node in nodes.tolist():
-        if node < n:
-            parts.append(sequence_counts(codes[db.offsets[node] : db.offsets[node + 1]], xp))
-        else:
-            parts.append(profiles.pop(node))
-    return xp.concatenate(parts)
+def _segments(xp: ModuleType, lengths: np.ndarray):
+    """Segment index of every element of segments of ``lengths`` laid end to end (``xp`` int64)."""
+    if xp is np:
+        return np.repeat(np.arange(len(lengths)), lengths)
+    ends = np.cumsum(lengths)
+    return xp.searchsorted(xp.asarray(ends), xp.arange(int(ends[-1]) if len(ends) else 0), side="right")
+
+
+def _expand(xp: ModuleType, starts: np.ndarray, lengths: np.ndarray):
+    """Concatenated ranges ``[starts[k], starts[k] + lengths[k])`` as one ``xp`` int64 index.
+
+    Built on the device from the per-segment values (one small upload), not
+    uploaded element by element.
+    """
+    if xp is np:
+        return _ranges(starts, lengths)
+    heads = np.cumsum(lengths) - lengths
+    return xp.asarray(starts - heads)[_segments(xp, lengths)] + xp.arange(int(lengths.sum()))

@@ -1,0 +1,22 @@
+"""SeqDB.unique against a dictionary of the raw bytes, on sets with empty sequences and many duplicates."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from msa.seqdb import SeqDB
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_unique_matches_a_dictionary(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pool = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWYx"), int(rng.integers(0, 40)))) for _ in range(30)]
+    pool += ["", "A", "AA", "a"]  # empty and near-identical sequences
+    seqs = [pool[i] for i in rng.integers(0, len(pool), 300)]
+    db = SeqDB.from_pairs([(f"s{i}", s) for i, s in enumerate(seqs)])
+    reps, inverse = db.unique()
+    first: dict[str, int] = {}
+    for i, s in enumerate(seqs):
+        first.setdefault(s, i)
+    assert reps.tolist() == sorted(first.values())
+    assert [seqs[reps[k]] for k in inverse] == seqs
