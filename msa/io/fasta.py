@@ -209,32 +209,31 @@ def write_fasta(
 ) -> None:
     """Write aligned rows (uint8, one per record) as FASTA, lines wrapped at ``width``.
 
-    Rows are wrapped and interleaved with their headers as arrays, a block of
-    rows at a time, so memory stays a small multiple of one block.
+    A block of rows is wrapped by reshaping it into ``width``-byte lines and
+    appending a newline column (a few copies of the block, no per-residue
+    indexing); each record is then its header plus a zero-copy slice of the
+    wrapped block. Memory stays a small multiple of one block.
     """
     n, length = rows.shape
-    breaks = np.arange(width, length, width)
-    per_block = max(1, (1 << 24) // (length + len(breaks) + 1))
+    per_block = max(1, (1 << 24) // (length + length // max(width, 1) + 2))
     for lo in range(0, n, per_block):
-        block = rows[lo : lo + per_block]
-        body = np.insert(block, breaks, np.uint8(_NL), axis=1) if len(breaks) else block
-        body = np.concatenate([body, np.full((len(block), 1), _NL, dtype=np.uint8)], axis=1)
+        body = _wrapped(rows[lo : lo + per_block], width)
+        line = body.shape[1]
+        view = memoryview(body.reshape(-1))
         heads = header_bytes(descriptions[lo : lo + per_block])
-        out.write(_interleave(heads, body))
+        out.write(b"".join(part for k, head in enumerate(heads) for part in (head, view[k * line : (k + 1) * line])))
 
 
-def _interleave(heads: list[bytes], body: np.ndarray) -> bytes:
-    """header 0, body row 0, header 1, body row 1, ... as one byte string."""
-    head_len = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
-    row_len = body.shape[1]
-    starts = np.zeros(len(heads), dtype=np.int64)
-    np.cumsum(head_len[:-1] + row_len, out=starts[1:])
-    total = int(head_len.sum()) + row_len * len(heads)
-    is_head = np.zeros(total + 1, dtype=np.int8)
-    is_head[starts] = 1
-    is_head[starts + head_len] -= 1
-    head_mask = np.cumsum(is_head[:-1], dtype=np.int8).astype(bool)
-    out = np.empty(total, dtype=np.uint8)
-    out[head_mask] = np.frombuffer(b"".join(heads), dtype=np.uint8)
-    out[~head_mask] = body.ravel()
-    return out.tobytes()
+def _wrapped(block: np.ndarray, width: int) -> np.ndarray:
+    """Each row of ``block`` as lines of ``width`` bytes, each ending in a newline."""
+    m, length = block.shape
+    full, rest = divmod(length, width)
+    parts = []
+    if full:
+        lines = block[:, : full * width].reshape(m, full, width)
+        newline = np.full((m, full, 1), _NL, dtype=np.uint8)
+        parts.append(np.concatenate([lines, newline], axis=2).reshape(m, -1))
+    if rest or not full:
+        parts.append(block[:, full * width :])
+        parts.append(np.full((m, 1), _NL, dtype=np.uint8))
+    return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
