@@ -82,6 +82,9 @@ KeepDupOpt = Annotated[
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Nothing on stderr but errors.")]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Each finished stage's time on stderr, also when it is not a terminal.")
+]
 
 
 def _params(**options: object) -> AlignParams:
@@ -160,9 +163,10 @@ def align(
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
     quiet: QuietOpt = _D.quiet,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Align a protein FASTA file."""
-    with _errors(), Progress(quiet=quiet).running() as progress:
+    with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
         params = _params(
             matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
             **_tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance),
@@ -184,8 +188,7 @@ def align(
                 with progress.stage("guide tree"):
                     guide, names = tree_db(db, params, backend)
                 newick_out.write(_newick_bytes(guide, names))
-            with progress.stage("aligning"):
-                aligned = align_db(db, params, backend, tree=guide)
+            aligned = align_db(db, params, backend, tree=guide)  # reports its own stages
             with progress.stage("writing"):
                 write_alignment(out, aligned, fmt.value)
         progress.note(
@@ -212,9 +215,10 @@ def tree(
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
     quiet: QuietOpt = _D.quiet,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Build only the guide tree and write it as Newick (leaves named after the sequences)."""
-    with _errors(), Progress(quiet=quiet).running() as progress:
+    with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
         params = _params(
             guide_tree=method,
             **_tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance),

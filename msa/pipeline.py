@@ -9,6 +9,7 @@ import numpy as np
 from msa.alphabet import load_matrix
 from msa.backends import Backend, get_backend
 from msa.params import AlignParams, gap_costs
+from msa.progress import current
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, build_guide_tree, read_newick
 
@@ -50,7 +51,8 @@ def align_db(
     if tree is None and params.tree_file is not None:
         tree = read_tree_file(params.tree_file, db, reps)
     elif tree is None:
-        tree = build_guide_tree(unique, params, backend)
+        with current().stage("guide tree"):
+            tree = build_guide_tree(unique, params, backend)
 
     from msa.progressive import progressive_align, gapped_rows
 

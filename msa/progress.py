@@ -30,8 +30,9 @@ class Progress:
     for it (about 40 ms of every ``msa align -q``).
     """
 
-    def __init__(self, quiet: bool = True, console: Console | None = None) -> None:
+    def __init__(self, quiet: bool = True, console: Console | None = None, verbose: bool = False) -> None:
         self.quiet = quiet
+        self.verbose = verbose and not quiet
         self._console = console
         self._live: RichProgress | None = None
 
@@ -78,18 +79,25 @@ class Progress:
 
     @contextlib.contextmanager
     def stage(self, description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
-        """A task shown while the block runs; the block gets ``advance(steps)``."""
-        if self._live is None:
+        """A task shown while the block runs; the block gets ``advance(steps)``.
+
+        A finished stage leaves one line with its time where its bar was drawn,
+        and with ``verbose`` also when stderr is a log file (no bar there).
+        """
+        if self._live is None and not self.verbose:
             yield _ignore
             return
-        live = self._live
-        task = live.add_task(description, total=total)
         start = time.perf_counter()
-        try:
-            yield lambda steps=1: live.advance(task, steps)
-        finally:
-            live.remove_task(task)
-        live.console.print(f"msa: {description} ({time.perf_counter() - start:.1f} s)")
+        live = self._live
+        if live is None:
+            yield _ignore
+        else:
+            task = live.add_task(description, total=total)
+            try:
+                yield lambda steps=1: live.advance(task, steps)
+            finally:
+                live.remove_task(task)
+        self.note(f"{description} ({time.perf_counter() - start:.1f} s)")
 
     def note(self, message: str) -> None:
         """One line on stderr unless quiet."""

@@ -21,3 +21,12 @@ def test_stages_report_through_current() -> None:
         with progress.current().stage("aligning", total=3) as advance:
             advance(3)
     assert progress.current() is not reporter
+
+
+def test_verbose_stages_leave_their_time_unless_quiet(capsys: pytest.CaptureFixture[str]) -> None:
+    for quiet, verbose in ((False, True), (True, True), (False, False)):
+        with progress.Progress(quiet=quiet, verbose=verbose).running() as reporter:
+            with reporter.stage("guide tree"):
+                pass
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("msa: guide tree (") and err.count("\n") == 1
