@@ -17,7 +17,8 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
     The data go to a hidden temporary file in the target directory, renamed
     onto ``path`` only when the ``with`` block ends without an error, so a
     failed or interrupted run never leaves a partial file (and never
-    clobbers an existing one). Opening it early also reports an unwritable
+    clobbers an existing one). A target that exists but is not a regular
+    file (``/dev/null``, a named pipe) is written directly. Opening it early also reports an unwritable
     target before a long alignment rather than after.
     """
     if path is None or str(path) == "-":
@@ -27,6 +28,10 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(21, "Is a directory", str(target))
+    if target.exists() and not target.is_file():  # /dev/null, a named pipe: no file to replace
+        with open(target, "wb") as raw:
+            yield raw
+        return
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as raw:

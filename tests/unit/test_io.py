@@ -218,6 +218,24 @@ def test_open_output_refuses_a_directory(tmp_path: Path) -> None:
             pass
 
 
+def test_open_output_writes_special_files_in_place(tmp_path: Path) -> None:
+    """/dev/null and named pipes are written directly, never replaced by a renamed file."""
+    with open_output(os.devnull) as fh:
+        fh.write(b">a\nMK\n")
+    assert not Path(os.devnull).is_file()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    import threading
+
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    with open_output(fifo) as fh:
+        fh.write(b">a\nMK\n")
+    reader.join(timeout=10)
+    assert got == [b">a\nMK\n"] and sorted(os.listdir(tmp_path)) == ["pipe"]
+
+
 def test_records_from_pairs_and_seqrecords() -> None:
     from Bio.Seq import Seq
     from Bio.SeqRecord import SeqRecord
