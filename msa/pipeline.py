@@ -16,18 +16,30 @@ from msa.tree import GuideTree, build_guide_tree, read_newick
 
 @dataclass
 class AlignedRows:
-    """A finished alignment: row ``i`` is ``rows[i]`` (letters and b'-'), in input order."""
+    """A finished alignment in input order: record ``i`` is ``distinct[index[i]]``.
+
+    Duplicates share one row of ``distinct`` (``index`` None: one row per
+    record), so a family with many copies never holds them twice; ``rows``
+    builds the full array only for writers that need it.
+    """
 
     names: list[str]
     descriptions: list[str]
-    rows: np.ndarray  # uint8 (n, width)
+    distinct: np.ndarray  # uint8 (n_distinct, width): letters and b'-'
+    index: np.ndarray | None = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        """``(n, width)`` uint8 rows, one per record."""
+        return self.distinct if self.index is None else self.distinct[self.index]
 
     @property
     def width(self) -> int:
-        return int(self.rows.shape[1]) if self.rows.ndim == 2 else 0
+        return int(self.distinct.shape[1]) if self.distinct.ndim == 2 else 0
 
     def row(self, i: int) -> str:
-        return self.rows[i].tobytes().decode("ascii")
+        k = i if self.index is None else int(self.index[i])
+        return self.distinct[k].tobytes().decode("ascii")
 
 
 def align_db(
@@ -60,9 +72,8 @@ def align_db(
     gaps = gap_costs(params, len(db))
     columns, width = progressive_align(unique, tree, matrix, gaps, backend)
     rows = gapped_rows(unique, columns, width)
-    if len(reps) < len(db):
-        rows = rows[inverse]  # duplicates are byte-identical, so their rows are too
-    return AlignedRows(db.names, db.descriptions, rows)
+    index = inverse if len(reps) < len(db) else None  # duplicates are byte-identical, so their rows are too
+    return AlignedRows(db.names, db.descriptions, rows, index)
 
 
 def tree_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> tuple[GuideTree, list[str]]:

@@ -205,19 +205,25 @@ def header_bytes(descriptions: Sequence[str]) -> list[bytes]:
 
 
 def write_fasta(
-    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray, width: int = LINE_WIDTH
+    out: BinaryIO,
+    descriptions: Sequence[str],
+    rows: np.ndarray,
+    index: np.ndarray | None = None,
+    width: int = LINE_WIDTH,
 ) -> None:
-    """Write aligned rows (uint8, one per record) as FASTA, lines wrapped at ``width``.
+    """Write aligned rows (uint8) as FASTA, lines wrapped at ``width``; record ``i``
+    is ``rows[index[i]]`` (``rows[i]`` without an index).
 
     A block of rows is wrapped by reshaping it into ``width``-byte lines and
     appending a newline column (a few copies of the block, no per-residue
     indexing); each record is then its header plus a zero-copy slice of the
     wrapped block. Memory stays a small multiple of one block.
     """
-    n, length = rows.shape
+    n, length = (len(descriptions), rows.shape[1])
     per_block = max(1, (1 << 24) // (length + length // max(width, 1) + 2))
     for lo in range(0, n, per_block):
-        body = _wrapped(rows[lo : lo + per_block], width)
+        block = rows[lo : lo + per_block] if index is None else rows[index[lo : lo + per_block]]
+        body = _wrapped(block, width)
         line = body.shape[1]
         view = memoryview(body.reshape(-1))
         heads = header_bytes(descriptions[lo : lo + per_block])

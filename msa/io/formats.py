@@ -20,11 +20,16 @@ FORMATS: tuple[str, ...] = get_args(OutputFormat)
 
 
 class Rows(Protocol):
-    """What a writer needs: ``msa.pipeline.AlignedRows`` has it."""
+    """What a writer needs: ``msa.pipeline.AlignedRows`` has it. Record ``i`` is
+    ``distinct[index[i]]``; the FASTA writer gathers duplicates a block at a time."""
 
     names: list[str]
     descriptions: list[str]
-    rows: np.ndarray
+    distinct: np.ndarray
+    index: np.ndarray | None
+
+    @property
+    def rows(self) -> np.ndarray: ...
 
 
 def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> None:
@@ -36,7 +41,7 @@ def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> None:
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "fasta":
-        write_fasta(out, aligned.descriptions, aligned.rows)
+        write_fasta(out, aligned.descriptions, aligned.distinct, aligned.index)
         return
     _write_with_biopython(out, aligned.names, aligned.descriptions, aligned.rows, fmt)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import gzip
 import io
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,15 +15,7 @@ from msa.io.bioalign import to_alignment
 from msa.io.fasta import write_fasta
 from msa.io.formats import match_states
 from msa.io.records import db_from_records
-
-
-@dataclass
-class AlignedRows:
-    """The fields writers read (msa.pipeline.AlignedRows has the same)."""
-
-    names: list[str]
-    descriptions: list[str]
-    rows: np.ndarray
+from msa.pipeline import AlignedRows
 
 
 def seqs(db) -> list[bytes]:
@@ -131,6 +122,17 @@ def test_fasta_writer_blocks_give_the_same_bytes(monkeypatch: pytest.MonkeyPatch
     assert text == expected
 
 
+def test_fasta_writer_gathers_duplicate_rows_by_index() -> None:
+    aligned = aligned_example()
+    index = np.array([3, 0, 0, 2, 1, 3, 3])
+    names = [f"r{i}" for i in range(len(index))]
+    shared, full = io.BytesIO(), io.BytesIO()
+    write_alignment(shared, AlignedRows(names, names, aligned.distinct, index), "fasta")
+    write_fasta(full, names, aligned.distinct[index])
+    assert shared.getvalue() == full.getvalue()
+    assert AlignedRows(names, names, aligned.distinct, index).row(0) == ROWS[3].decode()
+
+
 def test_fasta_round_trip() -> None:
     data = b">a desc\nMK-V\n>b\nM--V\n"
     db = parse_fasta(data)
@@ -168,7 +170,7 @@ def test_match_states_half_occupied() -> None:
 def test_each_format_reads_back_through_biopython(fmt: str) -> None:
     aligned = aligned_example()
     if fmt == "a2m":  # A2M cannot hold '*' in a match column
-        aligned.rows = np.where(aligned.rows == ord("*"), ord("X"), aligned.rows).astype(np.uint8)
+        aligned.distinct = np.where(aligned.rows == ord("*"), ord("X"), aligned.rows).astype(np.uint8)
     out = io.BytesIO()
     write_alignment(out, aligned, fmt)
     back = Align.read(io.StringIO(out.getvalue().decode()), fmt)
