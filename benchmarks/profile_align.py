@@ -8,8 +8,9 @@ Three level-batch shapes, each checked against the CPU oracle once, then timed:
 
 * ``seq``: many sequence-sequence merges (the leaves' level), lengths ~300;
 * ``profile``: many profile-profile merges (profiles of 16 related sequences);
-* ``root``: two long profile-profile merges (widths in the thousands), the
-  levels near the root where one block per merge leaves most SMs idle;
+* ``root``: two long profile-profile merges (widths in the thousands, ``--root-width``), the
+  levels near the root: dp_pipe (the chunks of a merge on concurrent blocks), or with
+  ``--one-block`` dp_fill (one block per merge, most SMs idle);
 * ``single``: one sequence (~300) against a profile of 16 (~1000 columns), the one
   merge of each of the thousands of levels of a caterpillar (single-linkage) subtree:
   single-merge latency;
@@ -115,10 +116,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--cases", default="seq,profile,root,single,tiny", help="comma-separated cases to run")
+    ap.add_argument("--root-width", type=int, default=3000, help="sequence length of the root case's profiles")
+    ap.add_argument("--one-block", action="store_true", help="dp_fill for few-merge batches (no dp_pipe)")
+    ap.add_argument("--pipe-threads", type=int, default=None, help="dp_pipe block size (columns per chunk)")
     args = ap.parse_args()
     import cupy as cp
 
+    import msa.backends.cuda
     from msa.backends.cuda import CudaBackend
+
+    if args.one_block:
+        msa.backends.cuda.DP_PIPELINE = False
+    if args.pipe_threads:
+        msa.backends.cuda.DP_PIPE_THREADS = args.pipe_threads
 
     gpu, cpu = CudaBackend(), CpuBackend()
     timers = _wrap_kernels(gpu)
@@ -127,12 +138,13 @@ def main() -> None:
     cases = {
         "seq": replicated(rng, 8192, 1, 300, 64),
         "profile": replicated(rng, 1024, 16, 300, 16),
-        "root": replicated(rng, 2, 16, 3000, 1),
+        "root": replicated(rng, 2, 16, args.root_width, 1),
         "single": single(rng, 300, 16, 1000),
         "tiny": replicated(rng, 1, 1, 8, 1),
     }
     rows = []
-    for name, batch in cases.items():
+    for name in args.cases.split(","):
+        batch = cases[name]
         w = np.diff(batch.col_offsets)
         cells = float((w[0::2] * w[1::2]).sum())
         t0 = time.perf_counter()

@@ -16,8 +16,14 @@
 //                (double-buffered by step parity); the next row's terms (and its first
 //                residue code, the only one of a sequence) are loaded a step ahead; the
 //                chunk's last column is kept per row in global memory for the next chunk.
+//                Row 0 and column 0 (dp_path's borders) are computed by each chunk itself.
 //                Direction bytes (d | h << 2 | v << 4, as the CPU) go to global memory
 //                column-major, eight rows per 64-bit store.
+//  dp_pipe<K>    the same chunks for levels with fewer merges than SMs, on concurrent blocks:
+//                one block per (merge, chunk) ticket, chunk b starting row i as soon as chunk
+//                b - 1 has published its last column of row i (per-boundary row buffer and
+//                progress counter, release/acquire), so a merge takes about
+//                W1 + W2 steps instead of chunks * (W1 + threads).
 //  traceback     one warp per merge walks the directions (the CPU's traceback) through a
 //                64-column x 64-row tile of direction bytes staged in shared memory, one
 //                L2 round trip per tile instead of one per step.
@@ -49,8 +55,8 @@
 #define I_N2 5
 #define I_SEQSEQ 6
 #define I_DIR 7     // byte offset of the merge's direction block (multiple of 8)
-#define I_ROWS 8    // offset of the merge's row buffers (w1 + 1 entries)
-#define I_COLS 9    // offset of the merge's row-0 H values (w2 + 1 entries)
+#define I_ROWS 8    // offset of the merge's boundary row buffers (one or more of w1 + 1 entries)
+#define I_TICK 9    // dp_pipe: ticket of the merge's first chunk
 #define I_PATH 10   // offset of the merge's path (w1 + w2 bytes)
 #define N_INFO 11
 
@@ -155,17 +161,72 @@ extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
     in[I_SEQSEQ] = na == 1 && nb == 1;
 }
 
-// One block per merge: the wavefront fill of dp_path, K columns of P2 per thread. Dynamic
-// shared memory: 24 * K * blockDim.x int64 (S2 of the chunk's columns) + 6 * blockDim.x
-// int64 (exchange).
-template <int K>
-__device__ __forceinline__ void dp_fill_k(
-    const long long* __restrict__ info, const long long* __restrict__ g,
-    const long long* __restrict__ gapc, const long long* __restrict__ res,
-    const long long* __restrict__ start, const long long* __restrict__ cont,
-    const long long* __restrict__ retype, const long long* __restrict__ s2,
-    const int* __restrict__ nnz, const unsigned char* __restrict__ codes, const int* __restrict__ mult,
-    long long* rowD, long long* rowH, long long* rowV, long long* h0,
+// Gap costs and the column terms of a piece (column_setup's outputs), read by every fill block.
+#define DP_COLUMN_PARAMS                                                                                 \
+    const long long* __restrict__ g, const long long* __restrict__ gapc,                                 \
+    const long long* __restrict__ res, const long long* __restrict__ start,                              \
+    const long long* __restrict__ cont, const long long* __restrict__ retype,                            \
+    const long long* __restrict__ s2, const int* __restrict__ nnz,                                       \
+    const unsigned char* __restrict__ codes, const int* __restrict__ mult
+#define DP_COLUMN_ARGS g, gapc, res, start, cont, retype, s2, nnz, codes, mult
+#define DP_FILL_PARAMS                                                                                   \
+    const long long* __restrict__ info, DP_COLUMN_PARAMS, long long *rowD, long long *rowH,              \
+    long long *rowV, unsigned long long *dirs, long long *final3
+#define DP_FILL_ARGS info, DP_COLUMN_ARGS, rowD, rowH, rowV, dirs, final3
+
+// Rows a dp_pipe chunk publishes at a time (and its last row): one release store per
+// PUBLISH_ROWS rows, and the chunk to its right starts about that many rows later.
+#define PUBLISH_ROWS 8
+
+// GPU-scope acquire load / release store: the progress counters between dp_pipe blocks.
+__device__ __forceinline__ long long load_acquire(const long long* p) {
+    long long v;
+    asm volatile("ld.acquire.gpu.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void store_release(long long* p, long long v) {
+    asm volatile("st.release.gpu.b64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+}
+
+// Inclusive scan of v over the block (blockDim.x a multiple of 32); total gets the block's sum.
+// scratch: blockDim.x / 32 int64 of shared memory, free again on return.
+__device__ __forceinline__ long long block_scan(long long v, long long* scratch, long long& total) {
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long y = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d) v += y;
+    }
+    if (lane == 31) scratch[wid] = v;
+    __syncthreads();
+    long long before = 0;
+    total = 0;
+    for (int w = 0; w < nw; ++w) {
+        const long long s = scratch[w];
+        if (w < wid) before += s;
+        total += s;
+    }
+    __syncthreads();
+    return before + v;
+}
+
+// One chunk of merge q (record in): columns c0 + 1 .. c0 + K * blockDim.x of P2 (those <= w2)
+// against every row of P1, the wavefront of dp_path. Thread t owns K consecutive columns and
+// is one row behind thread t - 1 (one barrier per step); within a row it sweeps its columns in
+// registers. Thread t's left neighbour of this row comes through shared memory (double-buffered
+// by step parity); thread 0's comes from inD/inH/inV[i] (the column before the chunk), or for
+// c0 == 0 from the column-0 border chain, computed as it goes. The chunk's last column is
+// written to outD/outH/outV[i] unless it is column w2. PIPE: in* are written by the block of the
+// chunk to the left, which publishes the rows it has written in *ready; thread 0 acquire-loads
+// it before reading a row past the last value it saw, and loads a row a step ahead once that
+// row is known written. This chunk publishes its own rows in *done every PUBLISH_ROWS rows.
+// Row 0 (dp_path's H prefix sum) comes from block scans, so a chunk needs no other chunk for it.
+// Dynamic shared memory: 24 * K * blockDim.x int64 (S2 of the chunk's columns) + 6 *
+// blockDim.x int64 (exchange; the scans' scratch before the wavefront starts).
+template <int K, bool PIPE>
+__device__ __forceinline__ void dp_chunk(
+    DP_COLUMN_PARAMS, const long long* __restrict__ in, long long q, long long c0,
+    const long long* inD, const long long* inH, const long long* inV,
+    long long* outD, long long* outH, long long* outV, const long long* ready, long long* done,
     unsigned long long* dirs, long long* final3) {
     extern __shared__ long long sh[];
     const int T = blockDim.x, t = threadIdx.x;
@@ -173,172 +234,228 @@ __device__ __forceinline__ void dp_fill_k(
     long long* xD = sh + NRES * K * T;
     long long* xH = xD + 2 * T;
     long long* xV = xH + 2 * T;
-    const long long* in = info + blockIdx.x * (long long)N_INFO;
     const long long off1 = in[I_OFF1], w1 = in[I_W1], n1 = in[I_N1];
     const long long off2 = in[I_OFF2], w2 = in[I_W2], n2 = in[I_N2];
     const bool seqseq = in[I_SEQSEQ] != 0, three = !seqseq;
     const long long tgo = g[2], tge = g[3];
-    long long* bD = rowD + in[I_ROWS];
-    long long* bH = rowH + in[I_ROWS];
-    long long* bV = rowV + in[I_ROWS];
-    long long* hz = h0 + in[I_COLS];
     unsigned long long* dir = dirs + in[I_DIR] / 8;
     const long long R = (w1 + 7) & ~7LL;
+    const long long span = (long long)T * K;
+    const long long jb = c0 + (long long)t * K;  // the thread's columns are jb + 1 .. jb + nk
+    const long long acols = w2 - c0 < span ? w2 - c0 : span;
+    const int active = (int)((acols + K - 1) / K);
+    const bool on = t < active;
+    const int nk = on ? (int)(acols - (long long)t * K < K ? acols - (long long)t * K : K) : 0;
 
-    if (t == 0) {  // borders: row 0 H (a prefix sum) and column 0 (a chain), as dp_path
-        long long h = 0;
-        for (long long j = 1; j <= w2; ++j) {
-            h = (j == 1) ? n1 * res[off2] * tgo : h + n1 * res[off2 + j - 1] * tge;
-            hz[j] = h;
-        }
-        hz[w2] = NEG_INF;
-        long long dprev = 0, vprev = NEG_INF;
-        for (long long i = 1; i <= w1; ++i) {
-            long long v = NEG_INF;
-            if (i < w1) v = mx(dprev, vprev) + n2 * res[off1 + i - 1] * (i == 1 ? tgo : tge);
-            bD[i] = NEG_INF;
-            bH[i] = NEG_INF;
-            bV[i] = v;
-            dprev = NEG_INF;
-            vprev = v;
+    // Row 0 H of column j: the sum of n1 * r2[j'] * (tgo if j' == 1 else tge) over j' <= j.
+    long long before = 0, own = 0, term[K];
+    for (long long j = t + 1; j <= c0; j += T) before += n1 * res[off2 + j - 1] * (j == 1 ? tgo : tge);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        term[k] = k < nk ? n1 * res[off2 + jb + k] * (jb + k == 0 ? tgo : tge) : 0;
+        own += term[k];
+    }
+    long long h, unused;
+    block_scan(before, xD, h);             // row 0 H of column c0
+    h += block_scan(own, xD, unused) - own;  // of column jb
+    long long gD = NEG_INF, gH = NEG_INF, gV = NEG_INF;  // left of the first column, previous row
+    if (on) {
+        if (jb == 0) gD = 0; else gH = h;
+    }
+
+    long long r2[K], vst[K], vct[K], rt2[K], uD[K], uH[K], uV[K];  // uX: own column, previous row
+    unsigned long long pack[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        r2[k] = 0; vst[k] = 0; vct[k] = 0; rt2[k] = 0;
+        uD[k] = NEG_INF; uH[k] = NEG_INF; uV[k] = NEG_INF;
+        pack[k] = 0;
+        if (k < nk) {
+            const long long j = jb + k + 1, cj = off2 + j - 1;
+            for (int a = 0; a < NRES; ++a) s2s[(a * K + k) * T + t] = s2[cj * NRES + a];
+            r2[k] = res[cj];
+            vst[k] = start[cj];
+            vct[k] = cont[cj];
+            rt2[k] = retype[cj];
+            h += term[k];
+            uH[k] = j == w2 ? NEG_INF : h;
         }
     }
     __syncthreads();
-
-    const long long span = (long long)T * K;
-    for (long long c0 = 0; c0 < w2; c0 += span) {
-        const long long jb = c0 + (long long)t * K;  // the thread's columns are jb + 1 .. jb + nk
-        const long long acols = w2 - c0 < span ? w2 - c0 : span;
-        const int active = (int)((acols + K - 1) / K);
-        const bool on = t < active;
-        const int nk = on ? (int)(acols - (long long)t * K < K ? acols - (long long)t * K : K) : 0;
-        long long r2[K], vst[K], vct[K], rt2[K], uD[K], uH[K], uV[K];  // uX: own column, previous row
-        unsigned long long pack[K];
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-            r2[k] = 0; vst[k] = 0; vct[k] = 0; rt2[k] = 0;
-            uD[k] = NEG_INF; uH[k] = NEG_INF; uV[k] = NEG_INF;
-            pack[k] = 0;
-            if (k < nk) {
-                const long long j = jb + k + 1, cj = off2 + j - 1;
-                for (int a = 0; a < NRES; ++a) s2s[(a * K + k) * T + t] = s2[cj * NRES + a];
-                r2[k] = res[cj];
-                vst[k] = start[cj];
-                vct[k] = cont[cj];
-                rt2[k] = retype[cj];
-                uH[k] = hz[j];
+    // Row terms of the thread's next row, loaded a step ahead to hide their latency.
+    long long n_r1 = 0, n_gap1 = 0, n_hst = 0, n_hct = 0, n_rt1 = 0, n_m0 = 0;
+    int n_nz = 0, n_c0 = 0;
+    if (on) {
+        const long long ci = off1;
+        n_r1 = res[ci]; n_gap1 = gapc[ci]; n_hst = start[ci]; n_hct = cont[ci]; n_rt1 = retype[ci];
+        n_nz = nnz[ci];
+        if (n_nz > 0) { n_m0 = mult[ci * NRES]; n_c0 = codes[ci * NRES]; }
+    }
+    // Thread 0, c0 > 0: the left column's next row, loaded a step ahead once it is known written
+    // (in one block: all of it, by the previous chunk; in a pipeline: rows <= seen).
+    long long seen = PIPE ? 0 : w1, pD = NEG_INF, pH = NEG_INF, pV = NEG_INF;
+    bool ahead = false;
+    const long long steps = w1 + active - 1;
+    for (long long s = 0; s < steps; ++s) {
+        const long long i = s - t + 1;
+        const int cur = (int)(s & 1), prv = cur ^ 1;
+        if (on && i >= 1 && i <= w1) {
+            const long long ci = off1 + i - 1;
+            const long long r1 = n_r1, gap1 = n_gap1, hst = n_hst, hct = n_hct, rt1 = n_rt1, m0 = n_m0;
+            const int nz = n_nz, code0 = n_c0;
+            long long eD, eH, eV;  // left of the first column, this row
+            if (t > 0) {
+                eD = xD[prv * T + t - 1]; eH = xH[prv * T + t - 1]; eV = xV[prv * T + t - 1];
+            } else if (c0 == 0) {  // column 0 (gD, gV: row i - 1's), as dp_path's border
+                eD = NEG_INF;
+                eH = NEG_INF;
+                eV = i < w1 ? mx(gD, gV) + n2 * r1 * (i == 1 ? tgo : tge) : NEG_INF;
+            } else {
+                if (!ahead) {
+                    if (PIPE && seen < i) {
+                        do seen = load_acquire(ready); while (seen < i);
+                    }
+                    pD = PIPE ? __ldcg(inD + i) : inD[i];
+                    pH = PIPE ? __ldcg(inH + i) : inH[i];
+                    pV = PIPE ? __ldcg(inV + i) : inV[i];
+                }
+                eD = pD; eH = pH; eV = pV;
+                ahead = i < w1 && seen > i;
+                if (ahead) {
+                    pD = PIPE ? __ldcg(inD + i + 1) : inD[i + 1];
+                    pH = PIPE ? __ldcg(inH + i + 1) : inH[i + 1];
+                    pV = PIPE ? __ldcg(inV + i + 1) : inV[i + 1];
+                }
             }
-        }
-        long long gD = NEG_INF, gH = NEG_INF, gV = NEG_INF;  // left of the first column, previous row
-        if (on) {
-            if (jb == 0) gD = 0; else gH = hz[jb];
+            if (i < w1) {
+                n_r1 = res[ci + 1]; n_gap1 = gapc[ci + 1]; n_hst = start[ci + 1]; n_hct = cont[ci + 1];
+                n_rt1 = retype[ci + 1]; n_nz = nnz[ci + 1];
+                n_m0 = 0; n_c0 = 0;
+                if (n_nz > 0) { n_m0 = mult[(ci + 1) * NRES]; n_c0 = codes[(ci + 1) * NRES]; }
+            }
+            long long sc[K];
+#pragma unroll
+            for (int k = 0; k < K; ++k) sc[k] = r2[k] * gap1 + m0 * s2s[(code0 * K + k) * T + t];
+            for (int z = 1; z < nz; ++z) {
+                const long long mz = mult[ci * NRES + z];
+                const int cz = codes[ci * NRES + z];
+#pragma unroll
+                for (int k = 0; k < K; ++k) sc[k] += mz * s2s[(cz * K + k) * T + t];
+            }
+            long long dD = gD, dH = gH, dV = gV;  // diagonal of column k
+            long long lD = eD, lH = eH, lV = eV;  // left of column k, this row
+            const int sh8 = (int)((i - 1) & 7);
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                if (k < nk) {
+                    const long long j = jb + k + 1;
+                    // Branch-free, as dp_path: each state takes the maximum of its
+                    // candidates; the direction encodes FAMSA's tie order (D only when
+                    // strictly best). A transition not allowed here gets EXCLUDED.
+                    const bool use3 = three && i > 1 && j > 1;
+                    // D: column i of P1 against column j of P2.
+                    long long td = dD, th = dH + r2[k] * rt1, tv = dV + r1 * rt2[k];
+                    const long long dc = mx(td, mx(th, tv)) + sc[k];
+                    const int dd = (td > th && td > tv) ? S_D : ((th > tv || (seqseq && th == tv)) ? S_H : S_V);
+                    // H: a gap column put into P1 after its column i, against column j of P2.
+                    long long corr = r2[k] * hst;
+                    td = lD + corr;
+                    th = lH + r2[k] * hct;
+                    tv = use3 ? lV + corr : EXCLUDED;
+                    const long long hc = mx(td, mx(th, tv));
+                    const int hd = (td > th && td > tv) ? S_D : (tv > th ? S_V : S_H);
+                    // V: a gap column put into P2 after its column j, against column i of P1.
+                    corr = r1 * vst[k];
+                    td = uD[k] + corr;
+                    tv = uV[k] + r1 * vct[k];
+                    th = use3 ? uH[k] + corr : EXCLUDED;
+                    const long long vc = mx(td, mx(th, tv));
+                    const int vd = (td > th && td > tv) ? S_D : (th > tv ? S_H : S_V);
+
+                    pack[k] |= (unsigned long long)(dd | (hd << 2) | (vd << 4)) << (8 * sh8);
+                    if (sh8 == 7 || i == w1) {
+                        dir[((j - 1) * R + (i - 1 - sh8)) / 8] = pack[k];
+                        pack[k] = 0;
+                    }
+                    if (j == w2 && i == w1) {
+                        final3[3 * q] = dc;
+                        final3[3 * q + 1] = hc;
+                        final3[3 * q + 2] = vc;
+                    }
+                    dD = uD[k]; dH = uH[k]; dV = uV[k];
+                    uD[k] = dc; uH[k] = hc; uV[k] = vc;
+                    lD = dc; lH = hc; lV = vc;
+                }
+            }
+            xD[cur * T + t] = lD; xH[cur * T + t] = lH; xV[cur * T + t] = lV;
+            if (t == active - 1 && jb + nk < w2) {
+                outD[i] = lD; outH[i] = lH; outV[i] = lV;
+                if (PIPE && (i % PUBLISH_ROWS == 0 || i == w1)) store_release(done, i);
+            }
+            gD = eD; gH = eH; gV = eV;
         }
         __syncthreads();
-        // Row terms of the thread's next row, loaded a step ahead to hide their latency.
-        long long n_r1 = 0, n_gap1 = 0, n_hst = 0, n_hct = 0, n_rt1 = 0, n_m0 = 0;
-        int n_nz = 0, n_c0 = 0;
-        if (on) {
-            const long long ci = off1;
-            n_r1 = res[ci]; n_gap1 = gapc[ci]; n_hst = start[ci]; n_hct = cont[ci]; n_rt1 = retype[ci];
-            n_nz = nnz[ci];
-            if (n_nz > 0) { n_m0 = mult[ci * NRES]; n_c0 = codes[ci * NRES]; }
-        }
-        const long long steps = w1 + active - 1;
-        for (long long s = 0; s < steps; ++s) {
-            const long long i = s - t + 1;
-            const int cur = (int)(s & 1), prv = cur ^ 1;
-            if (on && i >= 1 && i <= w1) {
-                long long eD, eH, eV;  // left of the first column, this row
-                if (t == 0) {
-                    eD = bD[i]; eH = bH[i]; eV = bV[i];
-                } else {
-                    eD = xD[prv * T + t - 1]; eH = xH[prv * T + t - 1]; eV = xV[prv * T + t - 1];
-                }
-                const long long ci = off1 + i - 1;
-                const long long r1 = n_r1, gap1 = n_gap1, hst = n_hst, hct = n_hct, rt1 = n_rt1, m0 = n_m0;
-                const int nz = n_nz, code0 = n_c0;
-                if (i < w1) {
-                    n_r1 = res[ci + 1]; n_gap1 = gapc[ci + 1]; n_hst = start[ci + 1]; n_hct = cont[ci + 1];
-                    n_rt1 = retype[ci + 1]; n_nz = nnz[ci + 1];
-                    n_m0 = 0; n_c0 = 0;
-                    if (n_nz > 0) { n_m0 = mult[(ci + 1) * NRES]; n_c0 = codes[(ci + 1) * NRES]; }
-                }
-                long long sc[K];
-#pragma unroll
-                for (int k = 0; k < K; ++k) sc[k] = r2[k] * gap1 + m0 * s2s[(code0 * K + k) * T + t];
-                for (int z = 1; z < nz; ++z) {
-                    const long long mz = mult[ci * NRES + z];
-                    const int cz = codes[ci * NRES + z];
-#pragma unroll
-                    for (int k = 0; k < K; ++k) sc[k] += mz * s2s[(cz * K + k) * T + t];
-                }
-                long long dD = gD, dH = gH, dV = gV;  // diagonal of column k
-                long long lD = eD, lH = eH, lV = eV;  // left of column k, this row
-                const int sh8 = (int)((i - 1) & 7);
-#pragma unroll
-                for (int k = 0; k < K; ++k) {
-                    if (k < nk) {
-                        const long long j = jb + k + 1;
-                        // Branch-free, as dp_path: each state takes the maximum of its
-                        // candidates; the direction encodes FAMSA's tie order (D only when
-                        // strictly best). A transition not allowed here gets EXCLUDED.
-                        const bool use3 = three && i > 1 && j > 1;
-                        // D: column i of P1 against column j of P2.
-                        long long td = dD, th = dH + r2[k] * rt1, tv = dV + r1 * rt2[k];
-                        const long long dc = mx(td, mx(th, tv)) + sc[k];
-                        const int dd = (td > th && td > tv) ? S_D : ((th > tv || (seqseq && th == tv)) ? S_H : S_V);
-                        // H: a gap column put into P1 after its column i, against column j of P2.
-                        long long corr = r2[k] * hst;
-                        td = lD + corr;
-                        th = lH + r2[k] * hct;
-                        tv = use3 ? lV + corr : EXCLUDED;
-                        const long long hc = mx(td, mx(th, tv));
-                        const int hd = (td > th && td > tv) ? S_D : (tv > th ? S_V : S_H);
-                        // V: a gap column put into P2 after its column j, against column i of P1.
-                        corr = r1 * vst[k];
-                        td = uD[k] + corr;
-                        tv = uV[k] + r1 * vct[k];
-                        th = use3 ? uH[k] + corr : EXCLUDED;
-                        const long long vc = mx(td, mx(th, tv));
-                        const int vd = (td > th && td > tv) ? S_D : (th > tv ? S_H : S_V);
-
-                        pack[k] |= (unsigned long long)(dd | (hd << 2) | (vd << 4)) << (8 * sh8);
-                        if (sh8 == 7 || i == w1) {
-                            dir[((j - 1) * R + (i - 1 - sh8)) / 8] = pack[k];
-                            pack[k] = 0;
-                        }
-                        if (j == w2 && i == w1) {
-                            final3[3 * blockIdx.x] = dc;
-                            final3[3 * blockIdx.x + 1] = hc;
-                            final3[3 * blockIdx.x + 2] = vc;
-                        }
-                        dD = uD[k]; dH = uH[k]; dV = uV[k];
-                        uD[k] = dc; uH[k] = hc; uV[k] = vc;
-                        lD = dc; lH = hc; lV = vc;
-                    }
-                }
-                xD[cur * T + t] = lD; xH[cur * T + t] = lH; xV[cur * T + t] = lV;
-                if (t == active - 1 && jb + nk < w2) { bD[i] = lD; bH[i] = lH; bV[i] = lV; }
-                gD = eD; gH = eH; gV = eV;
-            }
-            __syncthreads();
-        }
     }
 }
 
-#define DP_FILL_PARAMS                                                                                   \
-    const long long* __restrict__ info, const long long* __restrict__ g,                                 \
-    const long long* __restrict__ gapc, const long long* __restrict__ res,                               \
-    const long long* __restrict__ start, const long long* __restrict__ cont,                             \
-    const long long* __restrict__ retype, const long long* __restrict__ s2,                              \
-    const int* __restrict__ nnz, const unsigned char* __restrict__ codes, const int* __restrict__ mult,  \
-    long long *rowD, long long *rowH, long long *rowV, long long *h0, unsigned long long *dirs,          \
-    long long *final3
-#define DP_FILL_ARGS info, g, gapc, res, start, cont, retype, s2, nnz, codes, mult, rowD, rowH, rowV, h0, dirs, final3
+// dp_fill<K>: one block per merge, its chunks one after another; a chunk's last column goes to
+// the merge's one boundary buffer, which thread 0 of the next chunk reads row by row ahead of
+// where the chunk's last thread rewrites it.
+template <int K>
+__device__ __forceinline__ void dp_fill_k(DP_FILL_PARAMS) {
+    const long long q = blockIdx.x;
+    const long long* in = info + q * N_INFO;
+    const long long w2 = in[I_W2], span = (long long)blockDim.x * K;
+    long long* bD = rowD + in[I_ROWS];
+    long long* bH = rowH + in[I_ROWS];
+    long long* bV = rowV + in[I_ROWS];
+    for (long long c0 = 0; c0 < w2; c0 += span)
+        dp_chunk<K, false>(DP_COLUMN_ARGS, in, q, c0, bD, bH, bV, bD, bH, bV, nullptr, nullptr, dirs, final3);
+}
+
+// dp_pipe<K>: the chunks of a merge on concurrent blocks, chained row by row. A block draws
+// ticket k (sync[0]) and does the k-th (merge, chunk) in merge-major, chunk-ascending order
+// (I_TICK: a merge's first ticket), then draws again. Chunk b reads boundary b - 1 (the w1 + 1
+// entries at I_ROWS + (b - 1) * (w1 + 1)) as the block of ticket k - 1 writes it and publishes
+// its rows in sync[k]; chunk b writes boundary b and publishes in sync[1 + k]. A block only ever
+// waits on a smaller ticket, drawn earlier by a block that is running it, so it cannot deadlock
+// whatever the grid size and residency. Tickets are counted for the wider profile of a merge;
+// those past P2's last chunk are skipped.
+template <int K>
+__device__ __forceinline__ void dp_pipe_k(DP_FILL_PARAMS, long long* sync, long long n_merges, long long n_tickets) {
+    __shared__ long long job[2];
+    const long long span = (long long)blockDim.x * K;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            const long long k = (long long)atomicAdd((unsigned long long*)sync, 1ULL);
+            long long lo = 0, hi = n_merges;  // the merge with I_TICK <= k < the next merge's
+            while (hi - lo > 1) {
+                const long long mid = (lo + hi) >> 1;
+                if (info[mid * N_INFO + I_TICK] <= k) lo = mid; else hi = mid;
+            }
+            job[0] = k;
+            job[1] = lo;
+        }
+        __syncthreads();
+        const long long k = job[0], q = job[1];
+        __syncthreads();  // every thread has read job before the next draw
+        if (k >= n_tickets) return;
+        const long long* in = info + q * N_INFO;
+        const long long b = k - in[I_TICK], stride = in[I_W1] + 1;
+        if (b * span >= in[I_W2]) continue;
+        const long long left = b > 0 ? in[I_ROWS] + (b - 1) * stride : 0, right = in[I_ROWS] + b * stride;
+        dp_chunk<K, true>(DP_COLUMN_ARGS, in, q, b * span, rowD + left, rowH + left, rowV + left,
+                          rowD + right, rowH + right, rowV + right, sync + k, sync + 1 + k, dirs, final3);
+    }
+}
 
 // K = 1 only: K = 8 (128 threads) measured 2x slower on the root case and 12 % slower on a
 // caterpillar merge than K = 1 with 512 threads (benchmarks/NOTES.md), so it is not built.
 extern "C" __global__ void __launch_bounds__(512) dp_fill1(DP_FILL_PARAMS) { dp_fill_k<1>(DP_FILL_ARGS); }
+extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, long long* sync, long long n_merges,
+                                                           long long n_tickets) {
+    dp_pipe_k<1>(DP_FILL_ARGS, sync, n_merges, n_tickets);
+}
 
 // One warp per merge (TB_WARPS per block): dp_path's traceback (path written last step first).
 // Every lane walks the same path (uniform control flow) through a tile of TB_COLS columns x

@@ -38,8 +38,15 @@ MAX_COUNT = 0xFFFF
 #: merges as SMs, DP_FEW_THREADS for fewer (the long merges of deep trees and the root).
 DP_THREADS = 256
 DP_FEW_THREADS = 512
-#: Most threads of each dp_fill<K> instantiation (kernels/profile_align.cu).
+#: Most threads of each dp_fill<K> / dp_pipe<K> instantiation (kernels/profile_align.cu).
 DP_ALLOWED_THREADS = {1: 512}
+#: Batches with fewer merges than SMs whose P2 spans several chunks run dp_pipe: the chunks of a
+#: merge on concurrent blocks, ~W1 + W2 wavefront steps instead of chunks x (W1 + threads).
+#: False keeps them on dp_fill (one block per merge; tests compare the two).
+DP_PIPELINE = True
+#: dp_pipe block size (columns per chunk): fewer threads per block make a wavefront step
+#: cheaper, more chunks spread a merge over more SMs (benchmarks/NOTES.md).
+DP_PIPE_THREADS = 512
 #: Block sizes of merge_info, traceback (warps per block) and build_parent (kernels/profile_align.cu).
 MI_THREADS = 128
 TB_WARPS = 4
@@ -48,6 +55,8 @@ BP_THREADS = 256
 N_INFO = 11
 #: Device bytes per input column of a piece (counts, column terms, map).
 ALIGN_BYTES_PER_COLUMN = 112 + 5 * 8 + 24 * 8 + 4 + 24 + 24 * 4 + 8
+#: Device bytes per row of P1 of a chunk-boundary row buffer (D, H, V).
+ROW_BYTES = 3 * 8
 #: Threads of an LCS tile: one row sequence against up to this many later members of its group.
 LCS_THREADS = 128
 #: 64-residue word counts with a register kernel (lcs_tiles_<W> in kernels/lcs_distance.cu).
@@ -125,8 +134,12 @@ class CudaBackend:
         align = kernels.load("profile_align", (), device)
         self._column_setup = align.get_function("column_setup")
         self._merge_info = align.get_function("merge_info")
-        self._dp_fill = {k: align.get_function(f"dp_fill{k}") for k in DP_ALLOWED_THREADS}
-        for k, fn in self._dp_fill.items():
+        # (K, pipelined) -> dp_fill<K> (one block per merge) or dp_pipe<K> (blocks per chunk).
+        self._dp_fill = {
+            (k, pipe): align.get_function(f"dp_{'pipe' if pipe else 'fill'}{k}")
+            for k in DP_ALLOWED_THREADS for pipe in (False, True)
+        }
+        for (k, _), fn in self._dp_fill.items():
             fn.max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[k], k)
         self._traceback = align.get_function("traceback")
         self._build_parent = align.get_function("build_parent")
@@ -152,7 +165,7 @@ class CudaBackend:
         lengths: list[np.ndarray] = []
         w = np.diff(off)
         wa, wb = w[0::2], w[1::2]
-        cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112 + 32) + (wa + 8) * (wb + 8) + 64
+        cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112) + _boundary_bytes(wa, wb) + (wa + 8) * (wb + 8) + 64
         with cp.cuda.Device(self.device):
             maps = cp.empty(int(off[-1]), dtype=cp.int64)
             consts = np.concatenate((np.ravel(batch.matrix), np.ravel(batch.gaps))).astype(np.int64)
@@ -183,7 +196,8 @@ class CudaBackend:
         """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths).
 
         One upload (offsets, sizes, scratch offsets, matrix, gaps), six launches,
-        one wait (the parent widths).
+        one wait (the parent widths). The fill is dp_pipe when _merge_records says so:
+        a grid of at most one block per SM drawing (merge, chunk) tickets.
         """
         off = batch.col_offsets
         a, b = int(off[2 * lo]), int(off[2 * hi])
@@ -191,7 +205,7 @@ class CudaBackend:
         col_off = np.ascontiguousarray(off[2 * lo : 2 * hi + 1] - a, dtype=np.int64)
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
         counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
-        info, t, k, sizes = _merge_records(col_off, few=n < self.n_sm)
+        info, t, k, pipe, sizes = _merge_records(col_off, few=n < self.n_sm)
         meta = cp.asarray(np.concatenate((col_off, n_seqs, consts, info.ravel())))
         d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
         d_m, d_g = meta[4 * n + 1 : 4 * n + 1 + N_CODES * N_CODES], meta[4 * n + 1 + N_CODES * N_CODES :][:4]
@@ -209,15 +223,19 @@ class CudaBackend:
         )
         self._merge_info((n,), (MI_THREADS,), (d_col_off, d_n_seqs, nzc, d_info))
         rows = [cp.empty(max(sizes["rows"], 1), dtype=cp.int64) for _ in range(3)]
-        h0 = cp.empty(max(sizes["cols"], 1), dtype=cp.int64)
         dirs = cp.empty(max(sizes["dirs"] // 8, 1), dtype=cp.uint64)
         final3 = cp.empty(3 * n, dtype=cp.int64)
-        self._dp_fill[k](
-            (n,), (t,),
-            (d_info, d_g, *terms, s2, nnz, codes, mult, *rows, h0, dirs, final3),
-            shared_mem=_dp_shared(t, k),
-        )
-        del s2, codes, mult, rows, h0, terms, nzc
+        args = (d_info, d_g, *terms, s2, nnz, codes, mult, *rows, dirs, final3)
+        if pipe:
+            tickets = sizes["tickets"]
+            sync = cp.zeros(1 + tickets, dtype=cp.int64)  # ticket counter, then rows done per ticket
+            self._dp_fill[k, True](
+                (min(tickets, self.n_sm),), (t,), (*args, sync, np.int64(n), np.int64(tickets)),
+                shared_mem=_dp_shared(t, k),
+            )
+        else:
+            self._dp_fill[k, False]((n,), (t,), args, shared_mem=_dp_shared(t, k))
+        del s2, codes, mult, rows, terms, nzc
         paths = cp.empty(max(n_cols, 1), dtype=cp.uint8)
         lengths = cp.empty(n, dtype=cp.int64)
         self._traceback(
@@ -662,27 +680,46 @@ def _dp_shared(threads: int, k: int) -> int:
     return 8 * threads * (N_CODES * k + 6)
 
 
-def _merge_records(col_off: np.ndarray, few: bool) -> tuple[np.ndarray, int, int, dict[str, int]]:
+def _boundary_bytes(wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
+    """Most device bytes of a merge's dp_fill / dp_pipe boundary buffers and progress counters
+    (what _merge_records gives it, whichever kernel and block size its piece gets)."""
+    wide = np.maximum(wa, wb)
+    chunks = -(-wide // min(DP_FEW_THREADS, DP_PIPE_THREADS))
+    return ROW_BYTES * np.maximum(chunks - 1, 1) * (wide + 1) + 8 * chunks
+
+
+def _merge_records(col_off: np.ndarray, few: bool) -> tuple[np.ndarray, int, int, bool, dict[str, int]]:
     """Per-merge records for the DP kernels (scratch offsets; merge_info fills in the roles),
-    the dp_fill block size and columns per thread (K), and the scratch sizes.
+    the fill's block size, columns per thread (K) and whether it is dp_pipe, and the scratch
+    sizes (``tickets``: dp_pipe's (merge, chunk) tickets).
 
     Which profile plays P1 is decided on the device, so the scratch is sized for
-    either choice: direction bytes for the larger of W2 * roundup8(W1), rows and
-    row-0 values for the wider profile.
+    either choice: direction bytes for the larger of W2 * roundup8(W1), boundary rows
+    and chunks for the wider profile. dp_fill hands a merge's chunk boundaries on in one
+    row buffer; dp_pipe, whose chunks run at once, needs one per boundary (chunks - 1).
+    dp_pipe is used for batches with fewer merges than SMs (``few``) where some merge spans
+    more than one chunk; its tickets run merge-major, chunk-ascending (I_TICK: first ticket).
     """
     w = np.diff(col_off)
     wa, wb = w[0::2], w[1::2]
     wide = np.maximum(wa, wb)
+    widest = int(wide.max())
+    threads, k = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32)), 1
+    chunks = -(-wide // (threads * k))
+    pipe = bool(few and DP_PIPELINE and chunks.max() > 1)
+    if pipe:
+        threads = DP_PIPE_THREADS
+        chunks = -(-wide // (threads * k))
+    slices = np.maximum(chunks - 1, 1) if pipe else np.ones_like(wide)
     info = np.zeros((len(wa), N_INFO), dtype=np.int64)
     dirs = np.maximum(wb * ((wa + 7) // 8 * 8), wa * ((wb + 7) // 8 * 8))
     sizes = {}
-    for field, name, size in ((7, "dirs", dirs), (8, "rows", wide + 1), (9, "cols", wide + 1), (10, "path", wa + wb)):
+    fields = ((7, "dirs", dirs), (8, "rows", slices * (wide + 1)), (9, "tickets", chunks), (10, "path", wa + wb))
+    for field, name, size in fields:
         ends = np.cumsum(size)
         info[:, field] = ends - size
         sizes[name] = int(ends[-1])
-    widest = int(wide.max())
-    threads = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32))
-    return info, threads, 1, sizes
+    return info, threads, k, pipe, sizes
 
 
 def _condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

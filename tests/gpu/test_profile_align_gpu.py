@@ -1,7 +1,11 @@
 """The GPU profile-profile DP against its CPU oracle: equal column maps and parent counts,
 on fresh random sequence and profile pairs of many shapes, in one batch and split in pieces,
-with narrow and wide dp_fill blocks; and the device-resident progressive driver against the CPU's."""
+with narrow and wide dp_fill blocks, one block per merge (dp_fill) and chunks of a merge on
+concurrent blocks (dp_pipe); and the device-resident progressive driver against the CPU's."""
 from __future__ import annotations
+
+import functools
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -62,6 +66,11 @@ def batch_of(rng, shapes: list[tuple[int, int, int, int]], alphabet: int = 20) -
         for n, length in ((na, la), (nb, lb)):
             tables.append(profile(rng, n, length, alphabet))
             n_seqs.append(n)
+    return batch_from(tables, n_seqs)
+
+
+def batch_from(tables: list[np.ndarray], n_seqs: list[int]) -> AlignBatch:
+    """One batch merging tables 2k and 2k + 1 (``n_seqs`` sequences each)."""
     off = np.concatenate(([0], np.cumsum([len(t) for t in tables])))
     n_total = sum(n_seqs)
     return AlignBatch(np.concatenate(tables), off, np.array(n_seqs, dtype=np.int64), MATRIX, gaps(n_total))
@@ -128,13 +137,137 @@ def test_pieces(cuda_backend, monkeypatch):
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
 @pytest.mark.parametrize("few_threads", [32, 64])
-def test_narrow_blocks(cuda_backend, monkeypatch, few_threads):
-    """Narrow blocks force many chunks per merge (the last column carried in global memory)."""
+def test_narrow_blocks(cuda_backend, monkeypatch, few_threads, pipeline):
+    """Narrow blocks force many chunks per merge (the last column carried in global memory):
+    one after another in dp_fill, or on concurrent dp_pipe blocks (more tickets than SMs here,
+    so blocks draw several)."""
     monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.DP_PIPELINE", pipeline)
+    fills = count_fills(monkeypatch, cuda_backend)
     rng = np.random.default_rng(21 + few_threads)
     batch = batch_of(rng, SHAPES + [(1, 300, 16, 1000), (3, 517, 1, 290)])
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({pipeline: 1})
+
+
+def count_fills(monkeypatch, backend) -> Counter:
+    """Launches of the fill kernels from now on, by pipelined (dp_pipe) or not (dp_fill)."""
+    fills: Counter = Counter()
+
+    def counted(key, fn):
+        def launch(*args, **kwargs):
+            fills[key[1]] += 1
+            return fn(*args, **kwargs)
+
+        return launch
+
+    for key, fn in list(backend._dp_fill.items()):
+        monkeypatch.setitem(backend._dp_fill, key, counted(key, fn))
+    return fills
+
+
+def exact_table(rng, n: int, length: int) -> np.ndarray:
+    """A random sequence of exactly ``length`` residues (n == 1), else a profile of ``n`` related ones."""
+    if n == 1:
+        return sequence_counts(rng.integers(0, 20, length).astype(np.uint8))
+    return profile(rng, n, length)
+
+
+#: Merges whose P2 spans several 512-column chunks, (n_a, len_a, n_b, len_b); sequences (n = 1)
+#: have exactly that length. P1 is a sequence if there is one (the first if both are).
+PIPE_SHAPES = [
+    (1, 600, 1, 513),  # W2 = block width + 1
+    (1, 1024, 1, 1024),  # W2 a multiple of the block width
+    (1, 1, 1, 3000),  # W1 = 1
+    (1, 3000, 1, 1),  # W2 = 1: tickets are counted for the wider profile, all but one skipped
+    (1, 40, 16, 2500),  # a short sequence against a wide profile
+    (5, 900, 1, 700),  # a profile against a sequence (which plays P1)
+    (8, 1500, 6, 2000),  # profile against profile
+    (1, 2000, 1, 4100),  # a long sequence pair, 9 chunks
+]
+
+
+@functools.cache
+def pipe_tables() -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+    """The tables and sizes of PIPE_SHAPES, built once (the profiles take CPU merges)."""
+    rng = np.random.default_rng(31)
+    tables, n_seqs = [], []
+    for na, la, nb, lb in PIPE_SHAPES:
+        for n, length in ((na, la), (nb, lb)):
+            tables.append(exact_table(rng, n, length))
+            n_seqs.append(n)
+    return tuple(tables), tuple(n_seqs)
+
+
+def pipe_batch(merges: list[int]) -> AlignBatch:
+    """A batch of these merges of PIPE_SHAPES."""
+    tables, n_seqs = pipe_tables()
+    parts = [2 * q + r for q in merges for r in (0, 1)]
+    return batch_from([tables[p] for p in parts], [n_seqs[p] for p in parts])
+
+
+@pytest.mark.parametrize("q", range(len(PIPE_SHAPES)))
+def test_pipeline_alone(cuda_backend, monkeypatch, q):
+    """One merge, its chunks of 512 columns on concurrent blocks."""
+    fills = count_fills(monkeypatch, cuda_backend)
+    batch = pipe_batch([q])
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({True: 1})
+
+
+@pytest.mark.parametrize("pipe_threads", [128, 256, 512])
+def test_pipeline_batch(cuda_backend, monkeypatch, pipe_threads):
+    """Every PIPE_SHAPES merge in one launch (tickets of several merges, merge-major), at
+    each dp_pipe block size."""
+    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", pipe_threads)
+    fills = count_fills(monkeypatch, cuda_backend)
+    batch = pipe_batch(list(range(len(PIPE_SHAPES))))
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({True: 1})
+
+
+def test_pipeline_pieces(cuda_backend, monkeypatch):
+    """A budget of about one merge per piece: each piece its own dp_pipe launch."""
+    fills = count_fills(monkeypatch, cuda_backend)
+    batch = pipe_batch([0, 4, 5, 7])
+    monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({True: 4})
+
+
+@pytest.mark.parametrize("n_sm", [2, 3])
+def test_pipeline_small_grid(cuda_backend, monkeypatch, n_sm):
+    """A grid of n_sm blocks for ~20 chunks a merge: every block draws many tickets, and a
+    chunk's left neighbour may have been done by the same block."""
+    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", 32)
+    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", 32)
+    monkeypatch.setattr(cuda_backend, "n_sm", n_sm)
+    fills = count_fills(monkeypatch, cuda_backend)
+    rng = np.random.default_rng(40 + n_sm)
+    shapes = [(1, 300, 1, 700), (3, 200, 1, 650)][: n_sm - 1]
+    batch = batch_of(rng, shapes)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({True: 1})
+
+
+@pytest.mark.parametrize("few_threads", [32, 512])
+@pytest.mark.parametrize("few", [False, True])
+def test_boundary_bytes(monkeypatch, few_threads, few):
+    """The piece cost counts every boundary row buffer and progress counter _merge_records sizes."""
+    from msa.backends.cuda import ROW_BYTES, _boundary_bytes, _merge_records
+
+    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
+    rng = np.random.default_rng(few_threads)
+    for _ in range(20):
+        w = rng.integers(1, 3000, 2 * int(rng.integers(1, 6)))
+        col_off = np.concatenate(([0], np.cumsum(w)))
+        _, _, _, pipe, sizes = _merge_records(col_off, few)
+        used = ROW_BYTES * sizes["rows"] + (8 * sizes["tickets"] if pipe else 0)
+        assert used <= _boundary_bytes(w[0::2], w[1::2]).sum()
 
 
 def test_wide_batch(cuda_backend):
@@ -155,9 +288,13 @@ def test_device_batch(cuda_backend):
     assert_same(cuda_backend.profile_align(batch), want)
 
 
+@pytest.mark.parametrize("few_threads", [512, 32])
 @pytest.mark.parametrize("shape", ["caterpillar", "balanced"])
-def test_progressive_on_device(cuda_backend, shape):
-    """The one progressive driver: device-resident on CUDA, the same columns as on the CPU."""
+def test_progressive_on_device(cuda_backend, monkeypatch, shape, few_threads):
+    """The one progressive driver: device-resident on CUDA, the same columns as on the CPU
+    (with 32-column chunks, the levels of fewer merges than SMs run dp_pipe)."""
+    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
     from msa.progressive import progressive_align
     from msa.tree.guide_tree import GuideTree
 
