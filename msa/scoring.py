@@ -26,6 +26,8 @@ Everything is whole-array NumPy over the flat residues of the reference rows.
 """
 from __future__ import annotations
 
+import mmap
+import os
 from dataclasses import asdict, dataclass
 from os import PathLike
 from pathlib import Path
@@ -57,25 +59,43 @@ class Score:
     correct_columns: int
 
 
-def read_fasta(path: str | PathLike[str]) -> dict[str, bytes]:
+def read_fasta(path: str | PathLike[str], keep: set[str] | None = None) -> dict[str, bytes]:
     """Name -> row bytes of a FASTA file, case and gaps kept (references need both).
+
+    ``keep``: only these names get their rows (every name is still checked for
+    duplicates). The file is memory-mapped and only kept rows are copied, so
+    scoring 2,000 reference rows inside an alignment of 10^6 rows of 10^4
+    columns reads the file once instead of holding it twice.
 
     Raises:
         ValueError: on a duplicated name or text before the first header.
     """
     records: dict[str, bytes] = {}
-    data = Path(path).read_bytes()
-    if data and not data.lstrip().startswith(b">"):
-        raise ValueError(f"{path}: not FASTA (no '>' header first)")
-    for chunk in data.split(b"\n>"):
-        header, _, body = chunk.lstrip(b">").partition(b"\n")
-        words = header.split()
-        if not words:
-            continue
-        name = words[0].decode()
-        if name in records:
-            raise ValueError(f"{path}: duplicated sequence name {name!r}")
-        records[name] = b"".join(body.split())
+    seen: set[str] = set()
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return records
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    with data:
+        size = len(data)
+        pos = data.find(b">")
+        if pos < 0 or data[:pos].strip():
+            raise ValueError(f"{path}: not FASTA (no '>' header first)")
+        while pos >= 0:
+            line_end = data.find(b"\n", pos)
+            line_end = size if line_end < 0 else line_end
+            nxt = data.find(b"\n>", line_end)
+            end = size if nxt < 0 else nxt
+            words = data[pos + 1 : line_end].split()
+            pos = nxt + 1 if nxt >= 0 else -1
+            if not words:
+                continue
+            name = words[0].decode()
+            if name in seen:
+                raise ValueError(f"{path}: duplicated sequence name {name!r}")
+            seen.add(name)
+            if keep is None or name in keep:
+                records[name] = b"".join(data[line_end:end].split())
     return records
 
 
@@ -172,7 +192,8 @@ def score_files(test_path: str | PathLike[str], ref_path: str | PathLike[str]) -
     Returns:
         ``sp``, ``tc``, ``ref_pairs``, ``correct_pairs``, ``columns``, ``correct_columns``.
     """
-    return asdict(score_alignments(read_fasta(test_path), read_fasta(ref_path)))
+    ref = read_fasta(ref_path)
+    return asdict(score_alignments(read_fasta(test_path, keep=set(ref)), ref))
 
 
 def check_alignment(
