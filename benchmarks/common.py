@@ -94,8 +94,9 @@ def warm_up(commands: dict[str, str], threads: int) -> None:
 
 
 def align_and_score(tool: str, command: str, case: str, inp: Path, ref: Path, workdir: Path,
-                    threads: int) -> Run:
-    """Align ``inp`` with one tool and score the result against ``ref``."""
+                    threads: int, keep: bool = True) -> Run:
+    """Align ``inp`` with one tool and score the result against ``ref``; ``keep=False`` deletes
+    the alignment once scored (10^6 rows of 10^4 columns are tens of GB each)."""
     out = workdir / f"{case}.{tool}.afa"
     wall, rss, error = run_tool(tool, command, inp, out, threads)
     sp = tc = None
@@ -105,6 +106,8 @@ def align_and_score(tool: str, command: str, case: str, inp: Path, ref: Path, wo
             sp, tc = score["sp"], score["tc"]
         except (ValueError, OSError) as exc:
             error = f"scoring failed: {exc}"
+    if not keep:
+        out.unlink(missing_ok=True)
     return Run(tool, case, sp, tc, wall, rss, error)
 
 

@@ -38,7 +38,9 @@ def main() -> None:
     else:
         aligner = pyfamsa.Aligner(threads=a.threads, guide_tree=a.guide_tree)
     aligned = {s.id: s.sequence for s in aligner.align(seqs)}
-    a.output.write_bytes(b"".join(b">%s\n%s\n" % (name, aligned[name]) for name, _ in records))
+    with open(a.output, "wb") as out:  # record by record: 10^6 rows are tens of GB
+        for name, _ in records:
+            out.write(b">%s\n%s\n" % (name, aligned[name]))
 
 
 if __name__ == "__main__":

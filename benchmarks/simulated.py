@@ -46,7 +46,7 @@ def main() -> None:
         inp, ref = workdir / f"{case}.fa", workdir / f"{case}.true.fa"
         write_family(simulate(params), inp, ref, a.ref_size, a.seed)
         for tool in tools:
-            run = align_and_score(tool, commands[tool], case, inp, ref, workdir, a.threads)
+            run = align_and_score(tool, commands[tool], case, inp, ref, workdir, a.threads, keep=a.workdir is not None)
             runs.append(run)
             status = run.error or f"SP {run.sp:.3f} TC {run.tc:.3f}"
             print(f"{case} {tool}: {status} ({run.wall_s:.1f} s, {run.peak_rss_mb:.0f} MB)", file=sys.stderr)
