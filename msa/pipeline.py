@@ -16,30 +16,35 @@ from msa.tree import GuideTree, build_guide_tree, read_newick
 
 @dataclass
 class AlignedRows:
-    """A finished alignment in input order: record ``i`` is ``distinct[index[i]]``.
+    """A finished alignment in input order, kept as the final column of every residue.
 
-    Duplicates share one row of ``distinct`` (``index`` None: one row per
-    record), so a family with many copies never holds them twice; ``rows``
-    builds the full array only for writers that need it.
+    Record ``i`` is sequence ``index[i]`` of ``distinct`` (sequence ``i`` without an
+    index: duplicates are aligned once and share it). Rows are built from the
+    columns when asked for, a block of records at a time, so an output of 10^6
+    rows x 4 x 10^4 columns is never held whole; ``rows`` builds them all.
     """
 
     names: list[str]
     descriptions: list[str]
-    distinct: np.ndarray  # uint8 (n_distinct, width): letters and b'-'
+    distinct: SeqDB
+    columns: np.ndarray  # int64, the column of every residue of ``distinct`` (its codes' layout)
+    width: int
     index: np.ndarray | None = None
+
+    def block(self, lo: int, hi: int) -> np.ndarray:
+        """``(hi - lo, width)`` uint8 rows (letters and b'-') of records ``lo..hi``."""
+        from msa.progressive import gapped_rows
+
+        ids = np.arange(lo, hi) if self.index is None else self.index[lo:hi]
+        return gapped_rows(self.distinct, self.columns, self.width, ids)
 
     @property
     def rows(self) -> np.ndarray:
-        """``(n, width)`` uint8 rows, one per record."""
-        return self.distinct if self.index is None else self.distinct[self.index]
-
-    @property
-    def width(self) -> int:
-        return int(self.distinct.shape[1]) if self.distinct.ndim == 2 else 0
+        """All ``(n, width)`` rows, one per record."""
+        return self.block(0, len(self.names))
 
     def row(self, i: int) -> str:
-        k = i if self.index is None else int(self.index[i])
-        return self.distinct[k].tobytes().decode("ascii")
+        return self.block(i, i + 1)[0].tobytes().decode("ascii")
 
 
 def align_db(
@@ -66,14 +71,13 @@ def align_db(
         with current().stage("guide tree"):
             tree = build_guide_tree(unique, params, backend)
 
-    from msa.progressive import progressive_align, gapped_rows
+    from msa.progressive import progressive_align
 
     matrix = load_matrix(params.matrix)
     gaps = gap_costs(params, len(db))
     columns, width = progressive_align(unique, tree, matrix, gaps, backend)
-    rows = gapped_rows(unique, columns, width)
     index = inverse if len(reps) < len(db) else None  # duplicates are byte-identical, so their rows are too
-    return AlignedRows(db.names, db.descriptions, rows, index)
+    return AlignedRows(db.names, db.descriptions, unique, columns, width, index)
 
 
 def tree_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> tuple[GuideTree, list[str]]:

@@ -189,11 +189,15 @@ def _place_columns(
     return columns
 
 
-def gapped_rows(db: SeqDB, columns: np.ndarray, width: int) -> np.ndarray:
-    """``(n, width)`` uint8 rows: each residue's letter at its column, ``b'-'`` elsewhere."""
-    rows = np.full((len(db), width), ord("-"), dtype=np.uint8)
-    seq_of = np.repeat(np.arange(len(db)), db.lengths)
-    rows[seq_of, columns] = db.residues
+def gapped_rows(db: SeqDB, columns: np.ndarray, width: int, ids: np.ndarray | None = None) -> np.ndarray:
+    """uint8 rows of sequences ``ids`` (default: all): each residue's letter at its column,
+    ``b'-'`` elsewhere."""
+    if ids is None:
+        ids, pos = np.arange(len(db)), slice(None)
+    else:
+        pos = _ranges(db.offsets[ids], db.lengths[ids])
+    rows = np.full((len(ids), width), ord("-"), dtype=np.uint8)
+    rows[np.repeat(np.arange(len(ids)), db.lengths[ids]), columns[pos]] = db.residues[pos]
     return rows
 
 

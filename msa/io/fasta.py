@@ -19,7 +19,7 @@ import gzip
 import os
 import sys
 import zlib
-from typing import BinaryIO, Sequence
+from typing import BinaryIO, Protocol, Sequence
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from msa.seqdb import SeqDB
 
 #: Residues per output line, as FAMSA and MAFFT write them.
 LINE_WIDTH = 60
+#: About this many bytes of rows are built and wrapped at a time by write_fasta.
+BLOCK_BYTES = 1 << 26
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -205,29 +207,37 @@ def header_bytes(descriptions: Sequence[str]) -> list[bytes]:
 
 
 def write_fasta(
-    out: BinaryIO,
-    descriptions: Sequence[str],
-    rows: np.ndarray,
-    index: np.ndarray | None = None,
-    width: int = LINE_WIDTH,
+    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray | RowBlocks, width: int = LINE_WIDTH
 ) -> None:
-    """Write aligned rows (uint8) as FASTA, lines wrapped at ``width``; record ``i``
-    is ``rows[index[i]]`` (``rows[i]`` without an index).
+    """Write aligned rows (uint8, one per record) as FASTA, lines wrapped at ``width``.
 
-    A block of rows is wrapped by reshaping it into ``width``-byte lines and
-    appending a newline column (a few copies of the block, no per-residue
-    indexing); each record is then its header plus a zero-copy slice of the
-    wrapped block. Memory stays a small multiple of one block.
+    ``rows`` is an array or anything that builds the rows of records ``lo..hi``
+    on demand (``block(lo, hi)``, ``width``), so the whole row matrix need never
+    exist. A block is wrapped by reshaping it into ``width``-byte lines and
+    appending a newline column (no per-residue indexing); each record is its
+    header plus a zero-copy slice of the wrapped block.
     """
-    n, length = (len(descriptions), rows.shape[1])
-    per_block = max(1, (1 << 24) // (length + length // max(width, 1) + 2))
+    n = len(descriptions)
+    if isinstance(rows, np.ndarray):
+        length, block = rows.shape[1], lambda lo, hi: rows[lo:hi]
+    else:
+        length, block = rows.width, rows.block
+    per_block = max(1, BLOCK_BYTES // (length + length // max(width, 1) + 2))
     for lo in range(0, n, per_block):
-        block = rows[lo : lo + per_block] if index is None else rows[index[lo : lo + per_block]]
-        body = _wrapped(block, width)
+        hi = min(n, lo + per_block)
+        body = _wrapped(block(lo, hi), width)
         line = body.shape[1]
         view = memoryview(body.reshape(-1))
-        heads = header_bytes(descriptions[lo : lo + per_block])
+        heads = header_bytes(descriptions[lo:hi])
         out.write(b"".join(part for k, head in enumerate(heads) for part in (head, view[k * line : (k + 1) * line])))
+
+
+class RowBlocks(Protocol):
+    """Rows built a block of records at a time (``msa.pipeline.AlignedRows``)."""
+
+    width: int
+
+    def block(self, lo: int, hi: int) -> np.ndarray: ...
 
 
 def _wrapped(block: np.ndarray, width: int) -> np.ndarray:

@@ -20,13 +20,14 @@ FORMATS: tuple[str, ...] = get_args(OutputFormat)
 
 
 class Rows(Protocol):
-    """What a writer needs: ``msa.pipeline.AlignedRows`` has it. Record ``i`` is
-    ``distinct[index[i]]``; the FASTA writer gathers duplicates a block at a time."""
+    """What a writer needs: ``msa.pipeline.AlignedRows`` has it. ``block(lo, hi)``
+    gives the rows of records ``lo..hi``, so FASTA is written a block at a time."""
 
     names: list[str]
     descriptions: list[str]
-    distinct: np.ndarray
-    index: np.ndarray | None
+    width: int
+
+    def block(self, lo: int, hi: int) -> np.ndarray: ...
 
     @property
     def rows(self) -> np.ndarray: ...
@@ -41,7 +42,7 @@ def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> None:
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "fasta":
-        write_fasta(out, aligned.descriptions, aligned.distinct, aligned.index)
+        write_fasta(out, aligned.descriptions, aligned)
         return
     _write_with_biopython(out, aligned.names, aligned.descriptions, aligned.rows, fmt)
 

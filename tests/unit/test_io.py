@@ -122,15 +122,24 @@ def test_fasta_writer_blocks_give_the_same_bytes(monkeypatch: pytest.MonkeyPatch
     assert text == expected
 
 
-def test_fasta_writer_gathers_duplicate_rows_by_index() -> None:
-    aligned = aligned_example()
-    index = np.array([3, 0, 0, 2, 1, 3, 3])
+def test_fasta_writer_builds_rows_block_by_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AlignedRows makes each record's row from the residue columns, duplicates from their
+    representative; blocks of one, two or all records give the bytes of the whole array."""
+    from msa.seqdb import SeqDB
+
+    distinct = SeqDB.from_pairs([("a", "MKV"), ("b", "KV"), ("c", "W")])
+    columns = np.array([0, 1, 3, 1, 2, 4])
+    index = np.array([2, 0, 0, 1, 2])
     names = [f"r{i}" for i in range(len(index))]
-    shared, full = io.BytesIO(), io.BytesIO()
-    write_alignment(shared, AlignedRows(names, names, aligned.distinct, index), "fasta")
-    write_fasta(full, names, aligned.distinct[index])
-    assert shared.getvalue() == full.getvalue()
-    assert AlignedRows(names, names, aligned.distinct, index).row(0) == ROWS[3].decode()
+    aligned = AlignedRows(names, names, distinct, columns, 5, index)
+    assert [aligned.row(i) for i in range(5)] == ["----W", "MK-V-", "MK-V-", "-KV--", "----W"]
+    whole = io.BytesIO()
+    write_fasta(whole, names, aligned.rows, width=2)
+    for block_bytes in (1, 16, 1 << 20):
+        monkeypatch.setattr("msa.io.fasta.BLOCK_BYTES", block_bytes)
+        blocks = io.BytesIO()
+        write_fasta(blocks, names, aligned, width=2)
+        assert blocks.getvalue() == whole.getvalue()
 
 
 def test_fasta_round_trip() -> None:
@@ -138,7 +147,7 @@ def test_fasta_round_trip() -> None:
     db = parse_fasta(data)
     rows = np.frombuffer(b"MKVM-V", dtype=np.uint8).reshape(2, 3)
     out = io.BytesIO()
-    write_alignment(out, AlignedRows(db.names, db.descriptions, rows), "fasta")
+    write_alignment(out, aligned_from_rows(db.names, db.descriptions, rows), "fasta")
     assert out.getvalue() == b">a desc\nMKV\n>b\nM-V\n"
 
 
@@ -149,7 +158,17 @@ def aligned_example() -> AlignedRows:
     rows = np.frombuffer(b"".join(ROWS), dtype=np.uint8).reshape(len(ROWS), -1)
     names = ["sp|P1|one", "two", "three", "four"]
     descriptions = ["sp|P1|one first protein", "two", "three  spaced", "four"]
-    return AlignedRows(names, descriptions, rows)
+    return aligned_from_rows(names, descriptions, rows)
+
+
+def aligned_from_rows(names: list[str], descriptions: list[str], rows: np.ndarray) -> AlignedRows:
+    """The AlignedRows whose rows are ``rows`` (gaps are b'-')."""
+    from msa.seqdb import SeqDB
+
+    residue = rows != ord("-")
+    offsets = np.concatenate(([0], np.cumsum(residue.sum(axis=1))))
+    distinct = SeqDB.from_arrays(names, descriptions, rows[residue], offsets)
+    return AlignedRows(names, descriptions, distinct, np.nonzero(residue)[1], rows.shape[1])
 
 
 def test_to_alignment_gives_rows_ids_and_descriptions_back() -> None:
@@ -170,7 +189,8 @@ def test_match_states_half_occupied() -> None:
 def test_each_format_reads_back_through_biopython(fmt: str) -> None:
     aligned = aligned_example()
     if fmt == "a2m":  # A2M cannot hold '*' in a match column
-        aligned.distinct = np.where(aligned.rows == ord("*"), ord("X"), aligned.rows).astype(np.uint8)
+        rows = np.where(aligned.rows == ord("*"), ord("X"), aligned.rows).astype(np.uint8)
+        aligned = aligned_from_rows(aligned.names, aligned.descriptions, rows)
     out = io.BytesIO()
     write_alignment(out, aligned, fmt)
     back = Align.read(io.StringIO(out.getvalue().decode()), fmt)
