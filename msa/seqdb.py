@@ -59,7 +59,12 @@ class SeqDB:
         lengths = self.offsets[index + 1] - starts
         offsets = np.zeros(len(index) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        gather = _ranges(starts, lengths)
+        if len(index) and np.all(index[1:] > index[:-1]):  # in order (the distinct sequences): a byte mask
+            chosen = np.zeros(len(self), dtype=bool)
+            chosen[index] = True
+            gather = np.repeat(chosen, self.lengths)
+        else:
+            gather = _ranges(starts, lengths)
         return SeqDB(
             [self.names[i] for i in index],
             [self.descriptions[i] for i in index],

@@ -20,3 +20,14 @@ def test_unique_matches_a_dictionary(seed: int) -> None:
         first.setdefault(s, i)
     assert reps.tolist() == sorted(first.values())
     assert [seqs[reps[k]] for k in inverse] == seqs
+
+
+def test_subset_in_order_and_shuffled_give_the_same_sequences() -> None:
+    rng = np.random.default_rng(7)
+    pairs = [(f"s{i}", "".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(rng.integers(1, 30))))) for i in range(50)]
+    db = SeqDB.from_pairs(pairs)
+    for index in (np.arange(0, 50, 3), rng.permutation(50)[:20], np.array([5, 5, 2])):
+        sub = db.subset(index)
+        assert [sub.sequence(k) for k in range(len(index))] == [db.sequence(int(i)) for i in index]
+        assert sub.names == [db.names[i] for i in index] and np.array_equal(sub.codes, np.concatenate(
+            [db.codes[db.offsets[i] : db.offsets[i + 1]] for i in index]))
