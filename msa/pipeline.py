@@ -10,7 +10,7 @@ from msa.alphabet import load_matrix
 from msa.backends import Backend, get_backend
 from msa.params import AlignParams, gap_costs
 from msa.progress import current
-from msa.seqdb import SeqDB
+from msa.seqdb import SeqDB, _ranges
 from msa.tree import GuideTree, build_guide_tree, read_newick
 
 
@@ -19,9 +19,10 @@ class AlignedRows:
     """A finished alignment in input order, kept as the final column of every residue.
 
     Record ``i`` is sequence ``index[i]`` of ``distinct`` (sequence ``i`` without an
-    index: duplicates are aligned once and share it). Rows are built from the
-    columns when asked for, a block of records at a time, so an output of 10^6
-    rows x 4 x 10^4 columns is never held whole; ``rows`` builds them all.
+    index: duplicates are aligned once and share it). The FASTA writer places
+    the residues straight into its output blocks (``cells``), so an output of
+    10^6 rows x 4 x 10^4 columns is never held whole; ``rows`` builds them all,
+    for the other formats and the API.
     """
 
     names: list[str]
@@ -31,20 +32,28 @@ class AlignedRows:
     width: int
     index: np.ndarray | None = None
 
-    def block(self, lo: int, hi: int) -> np.ndarray:
-        """``(hi - lo, width)`` uint8 rows (letters and b'-') of records ``lo..hi``."""
-        from msa.progressive import gapped_rows
+    def _ids(self, lo: int, hi: int) -> np.ndarray:
+        return np.arange(lo, hi) if self.index is None else self.index[lo:hi]
 
-        ids = np.arange(lo, hi) if self.index is None else self.index[lo:hi]
-        return gapped_rows(self.distinct, self.columns, self.width, ids)
+    def cells(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(record - lo, column, letter) of every residue of records ``lo..hi`` (what the FASTA writer places)."""
+        ids = self._ids(lo, hi)
+        db = self.distinct
+        lengths = db.lengths[ids]
+        pos = _ranges(db.offsets[ids], lengths)
+        return np.repeat(np.arange(len(ids)), lengths), self.columns[pos], db.residues[pos]
 
     @property
     def rows(self) -> np.ndarray:
-        """All ``(n, width)`` rows, one per record."""
-        return self.block(0, len(self.names))
+        """All ``(n, width)`` uint8 rows (letters and b'-'), one per record."""
+        from msa.progressive import gapped_rows
+
+        return gapped_rows(self.distinct, self.columns, self.width, self._ids(0, len(self.names)))
 
     def row(self, i: int) -> str:
-        return self.block(i, i + 1)[0].tobytes().decode("ascii")
+        from msa.progressive import gapped_rows
+
+        return gapped_rows(self.distinct, self.columns, self.width, self._ids(i, i + 1))[0].tobytes().decode("ascii")
 
 
 def align_db(

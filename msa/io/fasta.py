@@ -28,8 +28,9 @@ from msa.seqdb import SeqDB, _ranges
 
 #: Residues per output line, as FAMSA and MAFFT write them.
 LINE_WIDTH = 60
-#: About this many bytes of rows are built and wrapped at a time by write_fasta.
-BLOCK_BYTES = 1 << 26
+#: About this many bytes of output are laid out at a time by write_fasta (cache-sized: 64 MB
+#: blocks were 3x slower than 2 MB ones, each a fresh mmap to fault in).
+BLOCK_BYTES = 1 << 21
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -206,49 +207,57 @@ def header_bytes(descriptions: Sequence[str]) -> list[bytes]:
 
 
 def write_fasta(
-    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray | RowBlocks, width: int = LINE_WIDTH
+    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray | RowCells, width: int = LINE_WIDTH
 ) -> None:
-    """Write aligned rows (uint8, one per record) as FASTA, lines wrapped at ``width``.
+    """Write aligned rows as FASTA, lines wrapped at ``width``.
 
-    ``rows`` is an array or anything that builds the rows of records ``lo..hi``
-    on demand (``block(lo, hi)``, ``width``), so the whole row matrix need never
-    exist. A block is wrapped by reshaping it into ``width``-byte lines and
-    appending a newline column (no per-residue indexing); each record is its
-    header plus a zero-copy slice of the wrapped block.
+    ``rows`` is a uint8 array (one row per record) or anything that gives the
+    non-gap cells of records ``lo..hi`` on demand (``cells``, ``width``), so the
+    row matrix need never exist. Each block of records is laid out in one
+    buffer exactly as written: filled with ``-``, headers and newlines put in
+    place, then only the residues scattered in. At 10^6 rows of 4 x 10^4
+    columns over 98 % of the bytes are gaps, so a block costs about one memset.
     """
     n = len(descriptions)
-    if isinstance(rows, np.ndarray):
-        length, block = rows.shape[1], lambda lo, hi: rows[lo:hi]
-    else:
-        length, block = rows.width, rows.block
-    per_block = max(1, BLOCK_BYTES // (length + length // max(width, 1) + 2))
+    source = _DenseCells(rows) if isinstance(rows, np.ndarray) else rows
+    full, rest = divmod(source.width, width)
+    line = full * (width + 1) + (rest + 1 if rest or not full else 0)  # a row's text with its newlines
+    breaks = np.arange(1, full + 1, dtype=np.int64) * (width + 1) - 1
+    if rest or not full:
+        breaks = np.append(breaks, line - 1)
+    per_block = max(1, BLOCK_BYTES // line)
     for lo in range(0, n, per_block):
         hi = min(n, lo + per_block)
-        body = _wrapped(block(lo, hi), width)
-        line = body.shape[1]
-        view = memoryview(body.reshape(-1))
         heads = header_bytes(descriptions[lo:hi])
-        out.write(b"".join(part for k, head in enumerate(heads) for part in (head, view[k * line : (k + 1) * line])))
+        head_len = np.fromiter(map(len, heads), dtype=np.int64, count=hi - lo)
+        starts = np.zeros(hi - lo + 1, dtype=np.int64)
+        np.cumsum(head_len + line, out=starts[1:])
+        buf = np.full(int(starts[-1]), ord("-"), dtype=np.uint8)
+        buf[_ranges(starts[:-1], head_len)] = np.frombuffer(b"".join(heads), dtype=np.uint8)
+        body = starts[:-1] + head_len
+        buf[(body[:, None] + breaks).ravel()] = _NL
+        record, column, letter = source.cells(lo, hi)
+        buf[body[record] + column + column // width] = letter
+        out.write(buf.data)
 
 
-class RowBlocks(Protocol):
-    """Rows built a block of records at a time (``msa.pipeline.AlignedRows``)."""
+class RowCells(Protocol):
+    """An alignment that gives the non-gap cells of a block of records (``msa.pipeline.AlignedRows``)."""
 
     width: int
 
-    def block(self, lo: int, hi: int) -> np.ndarray: ...
+    def cells(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(record - lo, column, letter) of every non-gap cell of records ``lo..hi``."""
+        ...
 
 
-def _wrapped(block: np.ndarray, width: int) -> np.ndarray:
-    """Each row of ``block`` as lines of ``width`` bytes, each ending in a newline."""
-    m, length = block.shape
-    full, rest = divmod(length, width)
-    parts = []
-    if full:
-        lines = block[:, : full * width].reshape(m, full, width)
-        newline = np.full((m, full, 1), _NL, dtype=np.uint8)
-        parts.append(np.concatenate([lines, newline], axis=2).reshape(m, -1))
-    if rest or not full:
-        parts.append(block[:, full * width :])
-        parts.append(np.full((m, 1), _NL, dtype=np.uint8))
-    return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+class _DenseCells:
+    """RowCells of a row array."""
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self.rows, self.width = rows, rows.shape[1]
+
+    def cells(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        block = self.rows[lo:hi]
+        record, column = np.nonzero(block != ord("-"))
+        return record, column, block[record, column]

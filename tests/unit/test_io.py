@@ -124,7 +124,7 @@ def test_fasta_writer_blocks_give_the_same_bytes(monkeypatch: pytest.MonkeyPatch
 
 def test_fasta_writer_builds_rows_block_by_block(monkeypatch: pytest.MonkeyPatch) -> None:
     """AlignedRows makes each record's row from the residue columns, duplicates from their
-    representative; blocks of one, two or all records give the bytes of the whole array."""
+    representative; blocks of one, a few or all records give the bytes of the whole array."""
     from msa.seqdb import SeqDB
 
     distinct = SeqDB.from_pairs([("a", "MKV"), ("b", "KV"), ("c", "W")])
@@ -135,7 +135,7 @@ def test_fasta_writer_builds_rows_block_by_block(monkeypatch: pytest.MonkeyPatch
     assert [aligned.row(i) for i in range(5)] == ["----W", "MK-V-", "MK-V-", "-KV--", "----W"]
     whole = io.BytesIO()
     write_fasta(whole, names, aligned.rows, width=2)
-    for block_bytes in (1, 16, 1 << 20):
+    for block_bytes in (1, 16, 1 << 20):  # at least one record per block
         monkeypatch.setattr("msa.io.fasta.BLOCK_BYTES", block_bytes)
         blocks = io.BytesIO()
         write_fasta(blocks, names, aligned, width=2)
