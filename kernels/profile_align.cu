@@ -6,6 +6,11 @@
 //                costs, re-typing correction, nonzero residue list, FAMSA's nonzero cells).
 //  merge_info    one block per merge: which profile plays P1 (FAMSA's nonzero-cell rule),
 //                so the host never waits for it.
+//  cell_scores   dp_pipe pieces only, after merge_info: every cell's substitution score (the
+//                nonzero-residue sum of dp_path) into 8 bytes a cell, on all SMs (blocks of a
+//                merge stride over its tiles of 128 columns of P2 x 32 rows of P1), so the
+//                wavefront reads one int64 a cell instead of walking up to 24 residues of P1
+//                on its critical path.
 //  dp_fill<K>    one block per merge. Thread t owns K consecutive columns of P2 in a
 //                chunk of K * blockDim.x columns and walks the rows of P1; thread t is one
 //                row behind thread t-1 (anti-diagonal wavefront, one barrier per step).
@@ -23,7 +28,8 @@
 //                one block per (merge, chunk) ticket, chunk b starting row i as soon as chunk
 //                b - 1 has published its last column of row i (per-boundary row buffer and
 //                progress counter, release/acquire), so a merge takes about
-//                W1 + W2 steps instead of chunks * (W1 + threads).
+//                W1 + W2 steps instead of chunks * (W1 + threads). Its cells' substitution
+//                scores come from cell_scores (loaded two steps ahead), not the residue loop.
 //  traceback     one warp per merge walks the directions (the CPU's traceback) through a
 //                64-column x 64-row tile of direction bytes staged in shared memory, one
 //                L2 round trip per tile instead of one per step.
@@ -58,7 +64,8 @@
 #define I_ROWS 8    // offset of the merge's boundary row buffers (one or more of w1 + 1 entries)
 #define I_TICK 9    // dp_pipe: ticket of the merge's first chunk
 #define I_PATH 10   // offset of the merge's path (w1 + w2 bytes)
-#define N_INFO 11
+#define I_SC 11     // dp_pipe: offset of the merge's cell scores (w1 * w2 int64, row-major)
+#define N_INFO 12
 
 __device__ __forceinline__ long long mx(long long a, long long b) { return a > b ? a : b; }
 // A candidate FAMSA does not allow at this cell: below every reachable score, never wins.
@@ -161,6 +168,43 @@ extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
     in[I_SEQSEQ] = na == 1 && nb == 1;
 }
 
+// One block (CS_THREADS) per tile of CS_THREADS columns x CS_ROWS rows of merge blockIdx.y
+// (blocks stride over the merge's tiles, a band of rows at a time). Thread t owns one column j
+// of P2: it stages S2[j] in shared memory (slots only it reads, so no barrier) and writes
+// dp_path's substitution score of cell (i, j) for each row i of the band, coalesced along j:
+// r2[j] * gap1[i] + the sum over P1's nonzero residues z of mult[i, z] * S2[j][code[i, z]],
+// at I_SC + (i - 1) * w2 + j - 1. Integer sums: the same values as dp_chunk's residue loop.
+#define CS_THREADS 128
+#define CS_ROWS 32
+extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
+    const long long* __restrict__ info, const long long* __restrict__ gapc, const long long* __restrict__ res,
+    const long long* __restrict__ s2, const int* __restrict__ nnz, const unsigned char* __restrict__ codes,
+    const int* __restrict__ mult, long long* scores) {
+    __shared__ long long s2s[NRES * CS_THREADS];
+    const int t = threadIdx.x;
+    const long long* in = info + blockIdx.y * (long long)N_INFO;
+    const long long off1 = in[I_OFF1], w1 = in[I_W1], off2 = in[I_OFF2], w2 = in[I_W2];
+    const long long tx = (w2 + CS_THREADS - 1) / CS_THREADS, tiles = tx * ((w1 + CS_ROWS - 1) / CS_ROWS);
+    long long* out = scores + in[I_SC];
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const long long j = (tile % tx) * CS_THREADS + t + 1;
+        if (j > w2) continue;
+        const long long cj = off2 + j - 1, r2 = res[cj];
+        for (int a = 0; a < NRES; ++a) s2s[a * CS_THREADS + t] = s2[cj * NRES + a];
+        const long long i0 = (tile / tx) * CS_ROWS, i1 = i0 + CS_ROWS < w1 ? i0 + CS_ROWS : w1;
+        for (long long i = i0 + 1; i <= i1; ++i) {
+            const long long ci = off1 + i - 1;
+            long long sc = r2 * gapc[ci];
+            const int nz = nnz[ci];
+            for (int z = 0; z < nz; ++z) {
+                const long long mz = mult[ci * NRES + z];
+                sc += mz * s2s[codes[ci * NRES + z] * CS_THREADS + t];
+            }
+            out[(i - 1) * w2 + j - 1] = sc;
+        }
+    }
+}
+
 // Gap costs and the column terms of a piece (column_setup's outputs), read by every fill block.
 #define DP_COLUMN_PARAMS                                                                                 \
     const long long* __restrict__ g, const long long* __restrict__ gapc,                                 \
@@ -218,20 +262,22 @@ __device__ __forceinline__ long long block_scan(long long v, long long* scratch,
 // written to outD/outH/outV[i] unless it is column w2. PIPE: in* are written by the block of the
 // chunk to the left, which publishes the rows it has written in *ready; thread 0 acquire-loads
 // it before reading a row past the last value it saw, and loads a row a step ahead once that
-// row is known written. This chunk publishes its own rows in *done every PUBLISH_ROWS rows.
+// row is known written. This chunk publishes its own rows in *done every PUBLISH_ROWS rows,
+// and reads its cells' substitution scores from cell_scores' output (scores + in[I_SC]) instead
+// of summing over P1's residues (dp_fill: scores is not used, S2 is staged in shared memory).
 // Row 0 (dp_path's H prefix sum) comes from block scans, so a chunk needs no other chunk for it.
-// Dynamic shared memory: 24 * K * blockDim.x int64 (S2 of the chunk's columns) + 6 *
-// blockDim.x int64 (exchange; the scans' scratch before the wavefront starts).
+// Dynamic shared memory: 6 * blockDim.x int64 (exchange; the scans' scratch before the
+// wavefront starts), after 24 * K * blockDim.x int64 (S2 of the chunk's columns) unless PIPE.
 template <int K, bool PIPE>
 __device__ __forceinline__ void dp_chunk(
-    DP_COLUMN_PARAMS, const long long* __restrict__ in, long long q, long long c0,
-    const long long* inD, const long long* inH, const long long* inV,
+    DP_COLUMN_PARAMS, const long long* __restrict__ scores, const long long* __restrict__ in, long long q,
+    long long c0, const long long* inD, const long long* inH, const long long* inV,
     long long* outD, long long* outH, long long* outV, const long long* ready, long long* done,
     unsigned long long* dirs, long long* final3) {
     extern __shared__ long long sh[];
     const int T = blockDim.x, t = threadIdx.x;
     long long* s2s = sh;
-    long long* xD = sh + NRES * K * T;
+    long long* xD = sh + (PIPE ? 0 : NRES * K * T);
     long long* xH = xD + 2 * T;
     long long* xV = xH + 2 * T;
     const long long off1 = in[I_OFF1], w1 = in[I_W1], n1 = in[I_N1];
@@ -272,7 +318,8 @@ __device__ __forceinline__ void dp_chunk(
         pack[k] = 0;
         if (k < nk) {
             const long long j = jb + k + 1, cj = off2 + j - 1;
-            for (int a = 0; a < NRES; ++a) s2s[(a * K + k) * T + t] = s2[cj * NRES + a];
+            if constexpr (!PIPE)
+                for (int a = 0; a < NRES; ++a) s2s[(a * K + k) * T + t] = s2[cj * NRES + a];
             r2[k] = res[cj];
             vst[k] = start[cj];
             vct[k] = cont[cj];
@@ -282,14 +329,28 @@ __device__ __forceinline__ void dp_chunk(
         }
     }
     __syncthreads();
-    // Row terms of the thread's next row, loaded a step ahead to hide their latency.
+    // Row terms of the thread's next row, loaded a step ahead to hide their latency. PIPE: the
+    // cell scores of its columns in its next two rows (n_sc, nn_sc), loaded two steps ahead,
+    // since they may come from DRAM and a step can be shorter than that latency.
     long long n_r1 = 0, n_gap1 = 0, n_hst = 0, n_hct = 0, n_rt1 = 0, n_m0 = 0;
     int n_nz = 0, n_c0 = 0;
+    const long long* cs = PIPE ? scores + in[I_SC] + jb : nullptr;  // row i: cs + (i - 1) * w2
+    long long n_sc[K], nn_sc[K];
     if (on) {
         const long long ci = off1;
-        n_r1 = res[ci]; n_gap1 = gapc[ci]; n_hst = start[ci]; n_hct = cont[ci]; n_rt1 = retype[ci];
-        n_nz = nnz[ci];
-        if (n_nz > 0) { n_m0 = mult[ci * NRES]; n_c0 = codes[ci * NRES]; }
+        n_r1 = res[ci];
+        if constexpr (!PIPE) n_gap1 = gapc[ci];
+        n_hst = start[ci]; n_hct = cont[ci]; n_rt1 = retype[ci];
+        if constexpr (PIPE) {
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                n_sc[k] = k < nk ? cs[k] : 0;
+                nn_sc[k] = k < nk && w1 > 1 ? cs[w2 + k] : 0;
+            }
+        } else {
+            n_nz = nnz[ci];
+            if (n_nz > 0) { n_m0 = mult[ci * NRES]; n_c0 = codes[ci * NRES]; }
+        }
     }
     // Thread 0, c0 > 0: the left column's next row, loaded a step ahead once it is known written
     // (in one block: all of it, by the previous chunk; in a pipeline: rows <= seen).
@@ -327,20 +388,32 @@ __device__ __forceinline__ void dp_chunk(
                     pV = PIPE ? __ldcg(inV + i + 1) : inV[i + 1];
                 }
             }
-            if (i < w1) {
-                n_r1 = res[ci + 1]; n_gap1 = gapc[ci + 1]; n_hst = start[ci + 1]; n_hct = cont[ci + 1];
-                n_rt1 = retype[ci + 1]; n_nz = nnz[ci + 1];
-                n_m0 = 0; n_c0 = 0;
-                if (n_nz > 0) { n_m0 = mult[(ci + 1) * NRES]; n_c0 = codes[(ci + 1) * NRES]; }
-            }
             long long sc[K];
+            if constexpr (PIPE) {
 #pragma unroll
-            for (int k = 0; k < K; ++k) sc[k] = r2[k] * gap1 + m0 * s2s[(code0 * K + k) * T + t];
-            for (int z = 1; z < nz; ++z) {
-                const long long mz = mult[ci * NRES + z];
-                const int cz = codes[ci * NRES + z];
+                for (int k = 0; k < K; ++k) {
+                    sc[k] = n_sc[k];
+                    n_sc[k] = nn_sc[k];
+                    if (k < nk && i + 2 <= w1) nn_sc[k] = cs[(i + 1) * w2 + k];
+                }
+                if (i < w1) {
+                    n_r1 = res[ci + 1]; n_hst = start[ci + 1]; n_hct = cont[ci + 1]; n_rt1 = retype[ci + 1];
+                }
+            } else {
+                if (i < w1) {
+                    n_r1 = res[ci + 1]; n_gap1 = gapc[ci + 1]; n_hst = start[ci + 1]; n_hct = cont[ci + 1];
+                    n_rt1 = retype[ci + 1]; n_nz = nnz[ci + 1];
+                    n_m0 = 0; n_c0 = 0;
+                    if (n_nz > 0) { n_m0 = mult[(ci + 1) * NRES]; n_c0 = codes[(ci + 1) * NRES]; }
+                }
 #pragma unroll
-                for (int k = 0; k < K; ++k) sc[k] += mz * s2s[(cz * K + k) * T + t];
+                for (int k = 0; k < K; ++k) sc[k] = r2[k] * gap1 + m0 * s2s[(code0 * K + k) * T + t];
+                for (int z = 1; z < nz; ++z) {
+                    const long long mz = mult[ci * NRES + z];
+                    const int cz = codes[ci * NRES + z];
+#pragma unroll
+                    for (int k = 0; k < K; ++k) sc[k] += mz * s2s[(cz * K + k) * T + t];
+                }
             }
             long long dD = gD, dH = gH, dV = gV;  // diagonal of column k
             long long lD = eD, lH = eH, lV = eV;  // left of column k, this row
@@ -410,7 +483,7 @@ __device__ __forceinline__ void dp_fill_k(DP_FILL_PARAMS) {
     long long* bH = rowH + in[I_ROWS];
     long long* bV = rowV + in[I_ROWS];
     for (long long c0 = 0; c0 < w2; c0 += span)
-        dp_chunk<K, false>(DP_COLUMN_ARGS, in, q, c0, bD, bH, bV, bD, bH, bV, nullptr, nullptr, dirs, final3);
+        dp_chunk<K, false>(DP_COLUMN_ARGS, nullptr, in, q, c0, bD, bH, bV, bD, bH, bV, nullptr, nullptr, dirs, final3);
 }
 
 // dp_pipe<K>: the chunks of a merge on concurrent blocks, chained row by row. A block draws
@@ -420,9 +493,10 @@ __device__ __forceinline__ void dp_fill_k(DP_FILL_PARAMS) {
 // its rows in sync[k]; chunk b writes boundary b and publishes in sync[1 + k]. A block only ever
 // waits on a smaller ticket, drawn earlier by a block that is running it, so it cannot deadlock
 // whatever the grid size and residency. Tickets are counted for the wider profile of a merge;
-// those past P2's last chunk are skipped.
+// those past P2's last chunk are skipped. scores: cell_scores' output for the merges.
 template <int K>
-__device__ __forceinline__ void dp_pipe_k(DP_FILL_PARAMS, long long* sync, long long n_merges, long long n_tickets) {
+__device__ __forceinline__ void dp_pipe_k(DP_FILL_PARAMS, const long long* __restrict__ scores, long long* sync,
+                                          long long n_merges, long long n_tickets) {
     __shared__ long long job[2];
     const long long span = (long long)blockDim.x * K;
     for (;;) {
@@ -444,7 +518,7 @@ __device__ __forceinline__ void dp_pipe_k(DP_FILL_PARAMS, long long* sync, long 
         const long long b = k - in[I_TICK], stride = in[I_W1] + 1;
         if (b * span >= in[I_W2]) continue;
         const long long left = b > 0 ? in[I_ROWS] + (b - 1) * stride : 0, right = in[I_ROWS] + b * stride;
-        dp_chunk<K, true>(DP_COLUMN_ARGS, in, q, b * span, rowD + left, rowH + left, rowV + left,
+        dp_chunk<K, true>(DP_COLUMN_ARGS, scores, in, q, b * span, rowD + left, rowH + left, rowV + left,
                           rowD + right, rowH + right, rowV + right, sync + k, sync + 1 + k, dirs, final3);
     }
 }
@@ -452,9 +526,9 @@ __device__ __forceinline__ void dp_pipe_k(DP_FILL_PARAMS, long long* sync, long 
 // K = 1 only: K = 8 (128 threads) measured 2x slower on the root case and 12 % slower on a
 // caterpillar merge than K = 1 with 512 threads (benchmarks/NOTES.md), so it is not built.
 extern "C" __global__ void __launch_bounds__(512) dp_fill1(DP_FILL_PARAMS) { dp_fill_k<1>(DP_FILL_ARGS); }
-extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, long long* sync, long long n_merges,
-                                                           long long n_tickets) {
-    dp_pipe_k<1>(DP_FILL_ARGS, sync, n_merges, n_tickets);
+extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, const long long* __restrict__ scores,
+                                                           long long* sync, long long n_merges, long long n_tickets) {
+    dp_pipe_k<1>(DP_FILL_ARGS, scores, sync, n_merges, n_tickets);
 }
 
 // One warp per merge (TB_WARPS per block): dp_path's traceback (path written last step first).

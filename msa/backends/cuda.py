@@ -46,13 +46,20 @@ DP_ALLOWED_THREADS = {1: 512}
 DP_PIPELINE = True
 #: dp_pipe block size (columns per chunk): fewer threads per block make a wavefront step
 #: cheaper, more chunks spread a merge over more SMs (benchmarks/NOTES.md).
-DP_PIPE_THREADS = 512
+DP_PIPE_THREADS = 128
 #: Block sizes of merge_info, traceback (warps per block) and build_parent (kernels/profile_align.cu).
 MI_THREADS = 128
 TB_WARPS = 4
 BP_THREADS = 256
+#: cell_scores tiles (kernels/profile_align.cu, CS_*): columns of P2 (threads) x rows of P1.
+CS_THREADS = 128
+CS_ROWS = 32
+#: cell_scores blocks per SM a launch aims at (each block strides over its merge's tiles).
+CS_BLOCKS_PER_SM = 8
+#: Device bytes per DP cell of a dp_pipe piece: its int64 substitution score from cell_scores.
+SCORE_BYTES = 8
 #: int64 fields of a merge record (kernels/profile_align.cu, I_*).
-N_INFO = 11
+N_INFO = 12
 #: Device bytes per input column of a piece (counts, column terms, map).
 ALIGN_BYTES_PER_COLUMN = 112 + 5 * 8 + 24 * 8 + 4 + 24 + 24 * 4 + 8
 #: Device bytes per row of P1 of a chunk-boundary row buffer (D, H, V).
@@ -139,8 +146,9 @@ class CudaBackend:
             (k, pipe): align.get_function(f"dp_{'pipe' if pipe else 'fill'}{k}")
             for k in DP_ALLOWED_THREADS for pipe in (False, True)
         }
-        for (k, _), fn in self._dp_fill.items():
-            fn.max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[k], k)
+        for (k, pipe), fn in self._dp_fill.items():
+            fn.max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[k], k, pipe)
+        self._cell_scores = align.get_function("cell_scores")
         self._traceback = align.get_function("traceback")
         self._build_parent = align.get_function("build_parent")
 
@@ -157,7 +165,8 @@ class CudaBackend:
 
         ``batch.counts`` may be a host or device array; maps and parent counts stay
         on the device. Merges are cut into pieces that fit the free device memory;
-        each piece waits for the device once, to learn its parents' widths.
+        each piece waits for the device once, to learn its parents' widths. Only a batch
+        of fewer merges than SMs may run dp_pipe, so only its cost counts the cell scores.
         """
         off = np.ascontiguousarray(batch.col_offsets, dtype=np.int64)
         n_merges = batch.n_merges
@@ -166,6 +175,8 @@ class CudaBackend:
         w = np.diff(off)
         wa, wb = w[0::2], w[1::2]
         cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112) + _boundary_bytes(wa, wb) + (wa + 8) * (wb + 8) + 64
+        if n_merges < self.n_sm:
+            cost = cost + SCORE_BYTES * wa * wb
         with cp.cuda.Device(self.device):
             maps = cp.empty(int(off[-1]), dtype=cp.int64)
             consts = np.concatenate((np.ravel(batch.matrix), np.ravel(batch.gaps))).astype(np.int64)
@@ -195,9 +206,11 @@ class CudaBackend:
     ) -> tuple[cp.ndarray, cp.ndarray, np.ndarray]:
         """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths).
 
-        One upload (offsets, sizes, scratch offsets, matrix, gaps), six launches,
-        one wait (the parent widths). The fill is dp_pipe when _merge_records says so:
-        a grid of at most one block per SM drawing (merge, chunk) tickets.
+        One upload (offsets, sizes, scratch offsets, matrix, gaps), six launches (seven with
+        dp_pipe), one wait (the parent widths). The fill is dp_pipe when _merge_records says so
+        (a piece of a batch of fewer merges than SMs, whose cost counted the cell scores): a
+        grid of at most one block per SM drawing (merge, chunk) tickets, after cell_scores has
+        written every cell's substitution score (CS_BLOCKS_PER_SM blocks per SM in all).
         """
         off = batch.col_offsets
         a, b = int(off[2 * lo]), int(off[2 * hi])
@@ -205,7 +218,7 @@ class CudaBackend:
         col_off = np.ascontiguousarray(off[2 * lo : 2 * hi + 1] - a, dtype=np.int64)
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
         counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
-        info, t, k, pipe, sizes = _merge_records(col_off, few=n < self.n_sm)
+        info, t, k, pipe, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=batch.n_merges < self.n_sm)
         meta = cp.asarray(np.concatenate((col_off, n_seqs, consts, info.ravel())))
         d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
         d_m, d_g = meta[4 * n + 1 : 4 * n + 1 + N_CODES * N_CODES], meta[4 * n + 1 + N_CODES * N_CODES :][:4]
@@ -227,14 +240,18 @@ class CudaBackend:
         final3 = cp.empty(3 * n, dtype=cp.int64)
         args = (d_info, d_g, *terms, s2, nnz, codes, mult, *rows, dirs, final3)
         if pipe:
+            scores = cp.empty(max(sizes["scores"], 1), dtype=cp.int64)
+            grid = min(sizes["score_tiles"], -(-CS_BLOCKS_PER_SM * self.n_sm // n))
+            self._cell_scores((grid, n), (CS_THREADS,), (d_info, terms[0], terms[1], s2, nnz, codes, mult, scores))
             tickets = sizes["tickets"]
             sync = cp.zeros(1 + tickets, dtype=cp.int64)  # ticket counter, then rows done per ticket
             self._dp_fill[k, True](
-                (min(tickets, self.n_sm),), (t,), (*args, sync, np.int64(n), np.int64(tickets)),
-                shared_mem=_dp_shared(t, k),
+                (min(tickets, self.n_sm),), (t,), (*args, scores, sync, np.int64(n), np.int64(tickets)),
+                shared_mem=_dp_shared(t, k, True),
             )
+            del scores
         else:
-            self._dp_fill[k, False]((n,), (t,), args, shared_mem=_dp_shared(t, k))
+            self._dp_fill[k, False]((n,), (t,), args, shared_mem=_dp_shared(t, k, False))
         del s2, codes, mult, rows, terms, nzc
         paths = cp.empty(max(n_cols, 1), dtype=cp.uint8)
         lengths = cp.empty(n, dtype=cp.int64)
@@ -675,9 +692,10 @@ def _interleave(n, run_seq, run_code, run_count, windows, lengths: np.ndarray) -
     )
 
 
-def _dp_shared(threads: int, k: int) -> int:
-    """Dynamic shared memory of a dp_fill<k> block (S2 of its columns, exchange buffers)."""
-    return 8 * threads * (N_CODES * k + 6)
+def _dp_shared(threads: int, k: int, pipe: bool) -> int:
+    """Dynamic shared memory of a dp_fill<k> block (S2 of its columns, exchange buffers), or of a
+    dp_pipe<k> block (exchange buffers only: its cells' scores come from cell_scores)."""
+    return 8 * threads * ((0 if pipe else N_CODES * k) + 6)
 
 
 def _boundary_bytes(wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
@@ -688,17 +706,21 @@ def _boundary_bytes(wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
     return ROW_BYTES * np.maximum(chunks - 1, 1) * (wide + 1) + 8 * chunks
 
 
-def _merge_records(col_off: np.ndarray, few: bool) -> tuple[np.ndarray, int, int, bool, dict[str, int]]:
+def _merge_records(
+    col_off: np.ndarray, few: bool, pipeline: bool
+) -> tuple[np.ndarray, int, int, bool, dict[str, int]]:
     """Per-merge records for the DP kernels (scratch offsets; merge_info fills in the roles),
     the fill's block size, columns per thread (K) and whether it is dp_pipe, and the scratch
-    sizes (``tickets``: dp_pipe's (merge, chunk) tickets).
+    sizes (``tickets``: dp_pipe's (merge, chunk) tickets; ``scores``: its cells, I_SC;
+    ``score_tiles``: the most cell_scores tiles of a merge, for either role).
 
     Which profile plays P1 is decided on the device, so the scratch is sized for
     either choice: direction bytes for the larger of W2 * roundup8(W1), boundary rows
     and chunks for the wider profile. dp_fill hands a merge's chunk boundaries on in one
     row buffer; dp_pipe, whose chunks run at once, needs one per boundary (chunks - 1).
-    dp_pipe is used for batches with fewer merges than SMs (``few``) where some merge spans
-    more than one chunk; its tickets run merge-major, chunk-ascending (I_TICK: first ticket).
+    dp_pipe is used for pieces with fewer merges than SMs (``few``) where some merge spans
+    more than one chunk, if ``pipeline`` (the piece cost counted the cell scores); its tickets
+    run merge-major, chunk-ascending (I_TICK: first ticket).
     """
     w = np.diff(col_off)
     wa, wb = w[0::2], w[1::2]
@@ -706,7 +728,7 @@ def _merge_records(col_off: np.ndarray, few: bool) -> tuple[np.ndarray, int, int
     widest = int(wide.max())
     threads, k = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32)), 1
     chunks = -(-wide // (threads * k))
-    pipe = bool(few and DP_PIPELINE and chunks.max() > 1)
+    pipe = bool(few and pipeline and DP_PIPELINE and chunks.max() > 1)
     if pipe:
         threads = DP_PIPE_THREADS
         chunks = -(-wide // (threads * k))
@@ -714,11 +736,16 @@ def _merge_records(col_off: np.ndarray, few: bool) -> tuple[np.ndarray, int, int
     info = np.zeros((len(wa), N_INFO), dtype=np.int64)
     dirs = np.maximum(wb * ((wa + 7) // 8 * 8), wa * ((wb + 7) // 8 * 8))
     sizes = {}
-    fields = ((7, "dirs", dirs), (8, "rows", slices * (wide + 1)), (9, "tickets", chunks), (10, "path", wa + wb))
+    fields = (
+        (7, "dirs", dirs), (8, "rows", slices * (wide + 1)), (9, "tickets", chunks), (10, "path", wa + wb),
+        (11, "scores", wa * wb),
+    )
     for field, name, size in fields:
         ends = np.cumsum(size)
         info[:, field] = ends - size
         sizes[name] = int(ends[-1])
+    tiles = np.maximum((-(-wb // CS_THREADS)) * (-(-wa // CS_ROWS)), (-(-wa // CS_THREADS)) * (-(-wb // CS_ROWS)))
+    sizes["score_tiles"] = int(tiles.max())
     return info, threads, k, pipe, sizes
 
 

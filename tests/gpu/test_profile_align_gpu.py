@@ -1,7 +1,8 @@
 """The GPU profile-profile DP against its CPU oracle: equal column maps and parent counts,
 on fresh random sequence and profile pairs of many shapes, in one batch and split in pieces,
 with narrow and wide dp_fill blocks, one block per merge (dp_fill) and chunks of a merge on
-concurrent blocks (dp_pipe); and the device-resident progressive driver against the CPU's."""
+concurrent blocks (dp_pipe, its cell scores from cell_scores, also checked against NumPy);
+and the device-resident progressive driver against the CPU's."""
 from __future__ import annotations
 
 import functools
@@ -12,9 +13,9 @@ import pytest
 
 from msa.alphabet import load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.backends.cpu_align import align_batch
+from msa.backends.cpu_align import _first_is_p1, align_batch
 from msa.params import AlignParams, gap_costs
-from msa.profile import AlignBatch, gap_vector, sequence_counts
+from msa.profile import GE, GO, TGE, TGO, AlignBatch, gap_vector, sequence_counts
 
 pytestmark = pytest.mark.gpu
 
@@ -44,7 +45,27 @@ def related(rng, n: int, length: int, alphabet: int = 20) -> list[np.ndarray]:
 
 def profile(rng, n: int, length: int, alphabet: int = 20) -> np.ndarray:
     """A profile table of ``n`` related sequences, built by pairwise CPU merges."""
-    tables = [sequence_counts(s) for s in related(rng, n, length, alphabet)]
+    return profile_of(related(rng, n, length, alphabet))
+
+
+def dense_profile(rng, n: int, length: int, sub: float) -> np.ndarray:
+    """A profile of ``n`` copies of one random ancestor with a share ``sub`` of substitutions
+    (no indels, so columns stay aligned): many residue types per column (~14 of 20 for
+    64 copies at sub = 0.4), as in the wide profiles near the root of a large family."""
+    anc = rng.integers(0, 20, length)
+    seqs = []
+    for _ in range(n):
+        s = anc.copy()
+        hit = rng.random(length) < sub
+        s[hit] = rng.integers(0, 20, int(hit.sum()))
+        seqs.append(s.astype(np.uint8))
+    return profile_of(seqs)
+
+
+def profile_of(seqs: list[np.ndarray]) -> np.ndarray:
+    """The profile table of these sequences (codes), built by pairwise CPU merges."""
+    n = len(seqs)
+    tables = [sequence_counts(s) for s in seqs]
     sizes = [1] * n
     g = gaps(n)
     while len(tables) > 1:
@@ -253,6 +274,87 @@ def test_pipeline_small_grid(cuda_backend, monkeypatch, n_sm):
     assert fills == Counter({True: 1})
 
 
+def test_pipeline_only_if_counted(cuda_backend, monkeypatch):
+    """A batch of as many merges as SMs cut into one-merge pieces: its cost did not count cell
+    scores, so its pieces run dp_fill, not dp_pipe."""
+    monkeypatch.setattr(cuda_backend, "n_sm", 4)
+    monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
+    fills = count_fills(monkeypatch, cuda_backend)
+    batch = pipe_batch([0, 4, 5, 7])
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({False: 4})
+
+
+def capture_scores(monkeypatch, backend) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(merge records, cell scores) of every cell_scores launch from now on, copied after it."""
+    from msa.backends.cuda import N_INFO
+
+    seen = []
+    fn = backend._cell_scores
+
+    def launch(grid, block, args, **kwargs):
+        fn(grid, block, args, **kwargs)
+        seen.append((args[0].get().reshape(-1, N_INFO), args[-1].get()))
+
+    monkeypatch.setattr(backend, "_cell_scores", launch)
+    return seen
+
+
+def assert_scores(batch: AlignBatch, records: np.ndarray, scores: np.ndarray) -> None:
+    """Each merge's cell scores are dp_path's, row-major from I_SC: S2[j][a] is P2's gap cost
+    plus its counts times the matrix, so sc(i, j) = r2[j] gap1[i] + r1[i] gap2[j] + c1[i] M c2[j]
+    (one piece: column offsets are the batch's)."""
+    from msa.backends.cuda import N_INFO
+
+    assert len(records) == batch.n_merges and N_INFO == 12
+    c = batch.counts.astype(np.int64)
+    g = np.asarray(batch.gaps, dtype=np.int64)
+    gap = c[:, GO] * g[0] + c[:, GE] * g[1] + c[:, TGO] * g[2] + c[:, TGE] * g[3]
+    res = c[:, :GO]
+    r = res.sum(axis=1)
+    m = np.asarray(batch.matrix, dtype=np.int64)
+    for off1, w1, _, off2, w2, _, _, _, _, _, _, at in records:
+        p1, p2 = slice(off1, off1 + w1), slice(off2, off2 + w2)
+        want = np.outer(gap[p1], r[p2]) + np.outer(r[p1], gap[p2]) + res[p1] @ (res[p2] @ m).T
+        np.testing.assert_array_equal(scores[at : at + w1 * w2], want.ravel())
+
+
+def test_cell_scores(cuda_backend, monkeypatch):
+    """cell_scores against NumPy, with few blocks per merge (each strides over many tiles)."""
+    monkeypatch.setattr(cuda_backend, "n_sm", 3)
+    seen = capture_scores(monkeypatch, cuda_backend)
+    batch = pipe_batch([5, 6])
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert len(seen) == 1
+    assert_scores(batch, *seen[0])
+
+
+@functools.cache
+def dense_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense profiles: wide (64 x ~2000), narrow and denser (128 x ~100), narrow and sparser
+    (32 x ~100), so that the wide one plays P1 against the first and P2 against the second."""
+    rng = np.random.default_rng(51)
+    return dense_profile(rng, 64, 2000, 0.4), dense_profile(rng, 128, 100, 0.5), dense_profile(rng, 32, 100, 0.5)
+
+
+@pytest.mark.parametrize("pipe_threads", [128, 512])
+def test_pipeline_dense(cuda_backend, monkeypatch, pipe_threads):
+    """Many residue types per column of P1 (the substitution sums cell_scores takes off the
+    wavefront), very unequal widths: P1 ~2000 x P2 ~100 (one chunk) and P1 ~100 x P2 ~2000."""
+    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", pipe_threads)
+    fills = count_fills(monkeypatch, cuda_backend)
+    seen = capture_scores(monkeypatch, cuda_backend)
+    wide, denser, sparser = dense_tables()
+    batch = batch_from([wide, denser, sparser, wide], [64, 128, 32, 64])
+    assert _first_is_p1(wide, 64, denser, 128) and _first_is_p1(sparser, 32, wide, 64)
+    for p1 in (wide, sparser):
+        assert (p1[:, :GO] > 0).sum(axis=1).mean() > 9  # residue types per column of P1
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({True: 1})
+    assert len(seen) == 1
+    assert_scores(batch, *seen[0])
+
+
 @pytest.mark.parametrize("few_threads", [32, 512])
 @pytest.mark.parametrize("few", [False, True])
 def test_boundary_bytes(monkeypatch, few_threads, few):
@@ -265,7 +367,7 @@ def test_boundary_bytes(monkeypatch, few_threads, few):
     for _ in range(20):
         w = rng.integers(1, 3000, 2 * int(rng.integers(1, 6)))
         col_off = np.concatenate(([0], np.cumsum(w)))
-        _, _, _, pipe, sizes = _merge_records(col_off, few)
+        _, _, _, pipe, sizes = _merge_records(col_off, few, pipeline=True)
         used = ROW_BYTES * sizes["rows"] + (8 * sizes["tickets"] if pipe else 0)
         assert used <= _boundary_bytes(w[0::2], w[1::2]).sum()
 
