@@ -10,7 +10,7 @@ from msa.alphabet import load_matrix
 from msa.backends import Backend, get_backend
 from msa.params import AlignParams, gap_costs
 from msa.progress import current
-from msa.seqdb import SeqDB, _ranges
+from msa.seqdb import SeqDB
 from msa.tree import GuideTree, build_guide_tree, read_newick
 
 
@@ -20,7 +20,7 @@ class AlignedRows:
 
     Record ``i`` is sequence ``index[i]`` of ``distinct`` (sequence ``i`` without an
     index: duplicates are aligned once and share it). The FASTA writer places
-    the residues straight into its output blocks (``cells``), so an output of
+    the residues straight into its output blocks (``place``), so an output of
     10^6 rows x 4 x 10^4 columns is never held whole; ``rows`` builds them all,
     for the other formats and the API.
     """
@@ -35,23 +35,22 @@ class AlignedRows:
     def _ids(self, lo: int, hi: int) -> np.ndarray:
         return np.arange(lo, hi) if self.index is None else self.index[lo:hi]
 
-    def cells(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(record - lo, column, letter) of every residue of records ``lo..hi`` (what the FASTA writer places)."""
-        ids = self._ids(lo, hi)
+    def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None:
+        """Put the residues of records ``lo..hi`` into the wrapped rows of ``flat`` (b'-' again if ``clear``)."""
+        from msa.rows import place_residues
+
         db = self.distinct
-        lengths = db.lengths[ids]
-        pos = _ranges(db.offsets[ids], lengths)
-        return np.repeat(np.arange(len(ids)), lengths), self.columns[pos], db.residues[pos]
+        place_residues(flat, line, width, self._ids(lo, hi), db.offsets, self.columns, db.residues, clear)
 
     @property
     def rows(self) -> np.ndarray:
         """All ``(n, width)`` uint8 rows (letters and b'-'), one per record."""
-        from msa.progressive import gapped_rows
+        from msa.rows import gapped_rows
 
         return gapped_rows(self.distinct, self.columns, self.width, self._ids(0, len(self.names)))
 
     def row(self, i: int) -> str:
-        from msa.progressive import gapped_rows
+        from msa.rows import gapped_rows
 
         return gapped_rows(self.distinct, self.columns, self.width, self._ids(i, i + 1))[0].tobytes().decode("ascii")
 

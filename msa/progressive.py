@@ -42,6 +42,7 @@ def progressive_align(
         >>> tree = GuideTree(2, [[0, 1]], [1.0])
         >>> cols, width = progressive_align(db, tree, load_matrix("PFASUM43"),
         ...                                 gap_costs(AlignParams(), 2), CpuBackend())
+        >>> from msa.rows import gapped_rows
         >>> gapped_rows(db, cols, width).view("S3").ravel().tolist()
         [b'MKV', b'MV-']
     """
@@ -187,18 +188,6 @@ def _place_columns(
             else:
                 final[s][_expand(xp, pool.start[kids[pick]], w[pick])] = here[_expand(xp, off[pick], w[pick])]
     return columns
-
-
-def gapped_rows(db: SeqDB, columns: np.ndarray, width: int, ids: np.ndarray | None = None) -> np.ndarray:
-    """uint8 rows of sequences ``ids`` (default: all): each residue's letter at its column,
-    ``b'-'`` elsewhere."""
-    if ids is None:
-        ids, pos = np.arange(len(db)), slice(None)
-    else:
-        pos = _ranges(db.offsets[ids], db.lengths[ids])
-    rows = np.full((len(ids), width), ord("-"), dtype=np.uint8)
-    rows[np.repeat(np.arange(len(ids)), db.lengths[ids]), columns[pos]] = db.residues[pos]
-    return rows
 
 
 def _offsets(widths: np.ndarray) -> np.ndarray:

@@ -28,9 +28,8 @@ from msa.seqdb import SeqDB, _ranges
 
 #: Residues per output line, as FAMSA and MAFFT write them.
 LINE_WIDTH = 60
-#: About this many bytes of output are laid out at a time by write_fasta (cache-sized: 64 MB
-#: blocks were 3x slower than 2 MB ones, each a fresh mmap to fault in).
-BLOCK_BYTES = 1 << 21
+#: About this many bytes of rows are placed at a time by write_fasta (one reused buffer).
+BLOCK_BYTES = 1 << 22
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -207,57 +206,55 @@ def header_bytes(descriptions: Sequence[str]) -> list[bytes]:
 
 
 def write_fasta(
-    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray | RowCells, width: int = LINE_WIDTH
+    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray | RowSource, width: int = LINE_WIDTH
 ) -> None:
     """Write aligned rows as FASTA, lines wrapped at ``width``.
 
-    ``rows`` is a uint8 array (one row per record) or anything that gives the
-    non-gap cells of records ``lo..hi`` on demand (``cells``, ``width``), so the
-    row matrix need never exist. Each block of records is laid out in one
-    buffer exactly as written: filled with ``-``, headers and newlines put in
-    place, then only the residues scattered in. At 10^6 rows of 4 x 10^4
-    columns over 98 % of the bytes are gaps, so a block costs about one memset.
+    ``rows`` is a uint8 array (one row per record) or anything that places the
+    residues of records ``lo..hi`` into wrapped rows on demand (``place``,
+    ``width``), so the row matrix need never exist. One block buffer of rows,
+    already wrapped (gaps and newlines in place), is reused for every block of
+    records: the residues are written into it and wiped again once the block
+    is out. At 10^6 rows of 4 x 10^4 columns over 98 % of the bytes are gaps,
+    so the output costs little more than its residues and the write itself.
     """
     n = len(descriptions)
-    source = _DenseCells(rows) if isinstance(rows, np.ndarray) else rows
+    if n == 0:
+        return
+    source = _DenseRows(rows) if isinstance(rows, np.ndarray) else rows
     full, rest = divmod(source.width, width)
     line = full * (width + 1) + (rest + 1 if rest or not full else 0)  # a row's text with its newlines
     breaks = np.arange(1, full + 1, dtype=np.int64) * (width + 1) - 1
     if rest or not full:
         breaks = np.append(breaks, line - 1)
-    per_block = max(1, BLOCK_BYTES // line)
+    per_block = min(n, max(1, BLOCK_BYTES // line))
+    block = np.full((per_block, line), ord("-"), dtype=np.uint8)
+    block[:, breaks] = _NL
+    flat = block.reshape(-1)
+    view = memoryview(flat)
     for lo in range(0, n, per_block):
         hi = min(n, lo + per_block)
+        source.place(flat, line, width, lo, hi)
         heads = header_bytes(descriptions[lo:hi])
-        head_len = np.fromiter(map(len, heads), dtype=np.int64, count=hi - lo)
-        starts = np.zeros(hi - lo + 1, dtype=np.int64)
-        np.cumsum(head_len + line, out=starts[1:])
-        buf = np.full(int(starts[-1]), ord("-"), dtype=np.uint8)
-        buf[_ranges(starts[:-1], head_len)] = np.frombuffer(b"".join(heads), dtype=np.uint8)
-        body = starts[:-1] + head_len
-        buf[(body[:, None] + breaks).ravel()] = _NL
-        record, column, letter = source.cells(lo, hi)
-        buf[body[record] + column + column // width] = letter
-        out.write(buf.data)
+        out.writelines([part for k, head in enumerate(heads) for part in (head, view[k * line : (k + 1) * line])])
+        source.place(flat, line, width, lo, hi, clear=True)
 
 
-class RowCells(Protocol):
-    """An alignment that gives the non-gap cells of a block of records (``msa.pipeline.AlignedRows``)."""
+class RowSource(Protocol):
+    """An alignment that places a block of records' residues into wrapped rows (``msa.pipeline.AlignedRows``)."""
 
     width: int
 
-    def cells(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(record - lo, column, letter) of every non-gap cell of records ``lo..hi``."""
-        ...
+    def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None: ...
 
 
-class _DenseCells:
-    """RowCells of a row array."""
+class _DenseRows:
+    """RowSource of a row array."""
 
     def __init__(self, rows: np.ndarray) -> None:
         self.rows, self.width = rows, rows.shape[1]
 
-    def cells(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None:
         block = self.rows[lo:hi]
         record, column = np.nonzero(block != ord("-"))
-        return record, column, block[record, column]
+        flat[record * line + column + column // width] = ord("-") if clear else block[record, column]

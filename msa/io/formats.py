@@ -20,14 +20,14 @@ FORMATS: tuple[str, ...] = get_args(OutputFormat)
 
 
 class Rows(Protocol):
-    """What a writer needs: ``msa.pipeline.AlignedRows`` has it. ``cells(lo, hi)`` gives
-    the residues of records ``lo..hi``, so FASTA is written a block at a time."""
+    """What a writer needs: ``msa.pipeline.AlignedRows`` has it. ``place`` puts the residues
+    of a block of records into wrapped rows, so FASTA is written a block at a time."""
 
     names: list[str]
     descriptions: list[str]
     width: int
 
-    def cells(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None: ...
 
     @property
     def rows(self) -> np.ndarray: ...

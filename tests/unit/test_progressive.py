@@ -10,7 +10,8 @@ from msa.backends.cpu import CpuBackend
 from msa.backends.cpu_align import NEG_INF, align_batch, dp_path
 from msa.params import AlignParams, GapCosts, gap_costs
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, gap_counts_from_rows
-from msa.progressive import gapped_rows, progressive_align
+from msa.progressive import progressive_align
+from msa.rows import gapped_rows
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
 
