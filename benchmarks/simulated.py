@@ -33,6 +33,8 @@ def main() -> None:
     ap.add_argument("--height", type=float, default=d.height)
     ap.add_argument("--indel-rate", type=float, default=d.indel_rate)
     ap.add_argument("--ref-size", type=int, help="score against this many random sequences only")
+    ap.add_argument("--keep-alignments", action="store_true",
+                    help="keep each tool's alignment in --workdir (a 10^6-row one is tens of GB)")
     add_tool_arguments(ap)
     a = ap.parse_args()
     tools, commands = tool_commands(a)
@@ -46,7 +48,7 @@ def main() -> None:
         inp, ref = workdir / f"{case}.fa", workdir / f"{case}.true.fa"
         write_family(simulate(params), inp, ref, a.ref_size, a.seed)
         for tool in tools:
-            run = align_and_score(tool, commands[tool], case, inp, ref, workdir, a.threads, keep=a.workdir is not None)
+            run = align_and_score(tool, commands[tool], case, inp, ref, workdir, a.threads, keep=a.keep_alignments)
             runs.append(run)
             status = run.error or f"SP {run.sp:.3f} TC {run.tc:.3f}"
             print(f"{case} {tool}: {status} ({run.wall_s:.1f} s, {run.peak_rss_mb:.0f} MB)", file=sys.stderr)
