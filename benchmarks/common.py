@@ -166,7 +166,7 @@ def add_tool_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tools", default="msa,famsa", help="comma-separated, from: " + ", ".join(DEFAULT_COMMANDS))
     ap.add_argument("--out", type=Path, help="JSON of results")
-    ap.add_argument("--workdir", type=Path, help="keep inputs (and with --keep-alignments the alignments) here (default: temporary)")
+    ap.add_argument("--workdir", type=Path, help="keep inputs and alignments here (simulated.py keeps alignments only with --keep-alignments)")
     ap.add_argument("--timeout", type=float, help="stop a run after this many seconds (reported as failed)")
     for tool, cmd in DEFAULT_COMMANDS.items():
         ap.add_argument(f"--{tool}-cmd", default=cmd, help=f"command for {tool} (default: %(default)s)")
