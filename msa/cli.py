@@ -33,7 +33,7 @@ _NEWICK_SUFFIXES = (".nwk", ".newick", ".tree", ".tre", ".dnd")
 Format = enum.Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
 DeviceChoice = enum.Enum("DeviceChoice", {d: d for d in ("auto", "cpu", "cuda")}, type=str)  # type: ignore[misc]
 TreeMethod = enum.Enum("TreeMethod", {m: m for m in _TREE_METHODS}, type=str)  # type: ignore[misc]
-DistanceChoice = enum.Enum("DistanceChoice", {d: d for d in ("lcs", "kmer")}, type=str)  # type: ignore[misc]
+DistanceChoice = enum.Enum("DistanceChoice", {d: d for d in ("lcs", "kmer", "sw")}, type=str)  # type: ignore[misc]
 SplitChoice = enum.Enum("SplitChoice", {d: d for d in ("sample", "picks")}, type=str)  # type: ignore[misc]
 LinkageChoice = enum.Enum("LinkageChoice", {d: d for d in ("single", "upgma")}, type=str)  # type: ignore[misc]
 
@@ -57,7 +57,11 @@ PartsizeOpt = Annotated[
 ]
 DistanceOpt = Annotated[
     DistanceChoice,
-    typer.Option("--distance", help="Distance of exact trees: lcs (FAMSA's) or kmer (MAFFT's 6-mer)."),
+    typer.Option(
+        "--distance",
+        help="Distance of exact trees: lcs (FAMSA's), kmer (MAFFT's 6-mer) or sw "
+        "(1 - Smith-Waterman score / smaller self score).",
+    ),
 ]
 SplitOpt = Annotated[
     SplitChoice,
@@ -68,7 +72,7 @@ SplitOpt = Annotated[
 ]
 SplitDistanceOpt = Annotated[
     DistanceChoice,
-    typer.Option("--parttree-distance", help="Distance of PartTree's splits: lcs or kmer (MAFFT's 6-mer)."),
+    typer.Option("--parttree-distance", help="Distance of PartTree's splits: lcs or kmer (MAFFT's 6-mer); not sw."),
 ]
 LinkageOpt = Annotated[
     LinkageChoice, typer.Option("--linkage", help="Linkage of exact trees and PartTree's exact subtrees.")

@@ -14,7 +14,7 @@ from typing import Literal
 FIXED_POINT = 1000
 
 GuideTreeMethod = Literal["auto", "parttree", "upgma", "single"]
-TreeDistance = Literal["kmer", "lcs"]
+TreeDistance = Literal["kmer", "lcs", "sw"]
 Linkage = Literal["single", "upgma"]
 Device = Literal["auto", "cpu", "cuda"]
 PickTree = Literal["mafft", "single", "link"]
@@ -63,7 +63,11 @@ class AlignParams:
     #: fly, O(n) memory but still n^2/2 LCS pairs.
     mst_tree_max: int = 4096
     #: Distance of the exact trees: FAMSA's indel075_div_lcs (more accurate on
-    #: BaliFam, see benchmarks/NOTES.md) or MAFFT's 6-mer distance.
+    #: BaliFam, see benchmarks/NOTES.md), MAFFT's 6-mer distance, or ``sw``:
+    #: 1 - S(a,b) / min(S(a,a), S(b,b)) with S the Smith-Waterman (local, affine)
+    #: score under ``matrix`` and the unrescaled gap costs (msa.backends.cpu_sw;
+    #: MAFFT's DPPartTree distance with a local score). PartTree's splits take
+    #: only lcs or kmer (``parttree_distance``).
     distance: TreeDistance = "lcs"
     #: Linkage of exact trees and of PartTree's exact subtrees; FAMSA's default is
     #: single linkage, which beats UPGMA by about 2 SP points on BaliFam.
@@ -99,7 +103,7 @@ class AlignParams:
             raise ValueError(f"unknown PartTree distance {self.parttree_distance!r}")
         if self.linkage not in ("single", "upgma"):
             raise ValueError(f"unknown linkage {self.linkage!r}")
-        if self.distance not in ("kmer", "lcs"):
+        if self.distance not in ("kmer", "lcs", "sw"):
             raise ValueError(f"unknown distance {self.distance!r}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"unknown device {self.device!r}")
@@ -129,7 +133,8 @@ class GapCosts:
 def gap_costs(params: AlignParams, n_sequences: int) -> GapCosts:
     """FAMSA's fixed-point gap penalties, rescaled with the number of input sequences.
 
-    ``n_sequences`` counts duplicates too, as FAMSA does.
+    ``n_sequences`` counts duplicates too, as FAMSA does; below 45 (e.g. 1) the
+    costs are not rescaled (the SW tree distance uses them so).
     """
     scale = 1.0
     if params.rescale_gaps and n_sequences >= 45:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from msa.backends import cpu_kmers, cpu_lcs_tree
+from msa.backends import cpu_kmers, cpu_lcs_tree, cpu_sw
 from msa.backends.cpu_align import align_batch
 from msa.kmers import MAX_KMER_DIST, KmerTables, build_kmer_tables
+from msa.params import GapCosts
 from msa.profile import AlignBatch, AlignResult
 
 
@@ -66,6 +67,20 @@ class CpuBackend:
         """Condensed FAMSA indel075_div_lcs matrices of many groups, and their offsets."""
         return cpu_kmers.lcs_distance_matrix(
             np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), _i64(group_off),
+            numba.get_num_threads(),
+        )
+
+    def sw_distance_matrix(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray,
+        matrix: np.ndarray, gaps: GapCosts,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Condensed Smith-Waterman score distances of many groups (msa.backends.cpu_sw), and their offsets.
+
+        ``matrix``: the 24x24 int64 fixed-point table; ``gaps``: its open/extend costs (<= 0).
+        """
+        return cpu_sw.sw_distance_matrix(
+            np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), _i64(group_off),
+            np.ascontiguousarray(matrix, dtype=np.int64), int(gaps.open), int(gaps.extend),
             numba.get_num_threads(),
         )
 

@@ -19,6 +19,7 @@ from msa import kernels
 from msa.alphabet import GROUP6, N_CODES
 from msa.backends.cpu_kmers import pow075_table
 from msa.kmers import MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerTables, build_kmer_tables
+from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 
 #: Members (threads) per nearest_reference block; one block fills an SM's shared memory.
@@ -79,6 +80,18 @@ LCS_BYTES_PER_RESIDUE = 1
 LCS_BYTES_PER_PAIR = 8 + 16 / LCS_THREADS
 #: Device bytes per (member, reference) pair of a nearest-sample piece (distance, tiles).
 SAMPLE_BYTES_PER_PAIR = 8 + 24 / LCS_THREADS
+#: Threads of a Smith-Waterman tile (kernels/sw_distance.cu): one row sequence against up to this many later members.
+SW_THREADS = 128
+#: SW blocks per SM a grid aims at (96 registers per thread with int32 scores: 5 resident blocks).
+SW_BLOCKS_PER_SM = 8
+#: Most bytes of the SW strip-crossing scratch (H, E per row of b per thread); fewer blocks past it.
+SW_SCRATCH = 1 << 30
+#: Largest score magnitude the int32 SW kernels take; past it they run on int64.
+SW_INT32_MAX = 2**31 - 1
+#: Device bytes per pair (output, tiles), per residue (codes) and per sequence (offsets, self score) of an SW piece.
+SW_BYTES_PER_PAIR = 8 + 16 / SW_THREADS
+SW_BYTES_PER_RESIDUE = 1
+SW_BYTES_PER_SEQUENCE = 16
 
 
 class DeviceKmerTables(KmerTables):
@@ -392,6 +405,74 @@ class CudaBackend:
                 self._lcs_launch(module, "lcs_tiles", k, (*args, *tiles), hi - lo, int(plan["long_words"]))
         return out.get()
 
+    def sw_distance_matrix(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray,
+        matrix: np.ndarray, gaps: GapCosts,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Condensed Smith-Waterman score distances of many groups (kernels/sw_distance.cu; equal to the CPU's).
+
+        Groups are cut into pieces that fit the free device memory, as in
+        lcs_distance_matrix; a piece computes its sequences' self scores, then its pairs.
+        """
+        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        group_off = np.ascontiguousarray(group_off, dtype=np.int64)
+        sizes, pairs, out, out_off = _condensed_layout(group_off)
+        if out_off[-1] == 0:
+            return out, out_off
+        lens = offsets[ids + 1] - offsets[ids]
+        res_cum = np.concatenate(([0], np.cumsum(lens)))
+        with cp.cuda.Device(self.device):
+            d_matrix = cp.asarray(np.ascontiguousarray(matrix, dtype=np.int64))
+
+            def piece(lo: int, hi: int) -> None:
+                a, b = group_off[lo], group_off[hi]
+                out[out_off[lo] : out_off[hi]] = self._sw_piece(
+                    codes, offsets, ids[a:b], group_off[lo : hi + 1] - a, matrix, d_matrix, gaps
+                )
+
+            residues = res_cum[group_off[1:]] - res_cum[group_off[:-1]]
+            cost = (SW_BYTES_PER_PAIR * pairs + SW_BYTES_PER_RESIDUE * residues
+                    + SW_BYTES_PER_SEQUENCE * sizes + 64)
+            _run_in_pieces(cost, piece, self.memory_limit)
+        return out, out_off
+
+    def _sw_piece(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray,
+        matrix: np.ndarray, d_matrix: cp.ndarray, gaps: GapCosts,
+    ) -> np.ndarray:
+        """Self scores, then every pair's tile, of these groups (host result); int32 scores where they fit."""
+        module = kernels.load("sw_distance", (), self.device)
+        lens = offsets[ids + 1] - offsets[ids]
+        n = len(ids)
+        seq_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=seq_off[1:])
+        gather = np.arange(seq_off[-1], dtype=np.int64) + np.repeat(offsets[ids] - seq_off[:-1], lens)
+        plan = _sw_tiles(group_off, lens)
+        max_len = max(int(lens.max()), 1)
+        wide = not _sw_fits_int32(matrix, gaps, max_len)
+        kind, score = ("i64", np.int64) if wide else ("i32", np.int32)
+        cross_bytes = 2 * np.dtype(score).itemsize
+        n_tiles = len(plan["tile_row"])
+        blocks = max(1, min(n_tiles, SW_BLOCKS_PER_SM * self.n_sm, SW_SCRATCH // (cross_bytes * max_len * SW_THREADS)))
+        scratch = cp.empty(2 * blocks * SW_THREADS * max_len, dtype=score)
+        d_codes, d_seq_off = cp.asarray(codes[gather]), cp.asarray(seq_off)
+        gap_args = (score(gaps.open), score(gaps.extend))
+        self_scores = cp.empty(n, dtype=cp.int64)
+        module.get_function(f"sw_self_{kind}")(
+            (max(1, min(blocks, -(-n // SW_THREADS))),), (SW_THREADS,),
+            (d_codes, d_seq_off, np.int64(n), d_matrix, *gap_args, scratch, self_scores),
+        )
+        out = cp.empty(int(plan["out_off"][-1]), dtype=cp.float64)
+        d = {k: cp.asarray(plan[k]) for k in ("group_off", "out_off", "row_group", "row_index", "tile_row", "tile_j0")}
+        module.get_function(f"sw_tiles_{kind}")(
+            (blocks,), (SW_THREADS,),
+            (d_codes, d_seq_off, d["group_off"], d["out_off"], d["row_group"], d["row_index"], d["tile_row"],
+             d["tile_j0"], np.int64(n_tiles), d_matrix, *gap_args, self_scores, scratch, out),
+        )
+        return out.get()
+
     # ---- LCS guide-tree operations: nearest reference and Prim's MST delegated to the CPU until GPU
     # kernels exist (owner: guide-tree accuracy work; see msa/backends/cpu_lcs_tree.py).
     def lcs_nearest_reference(self, codes, offsets, ref_ids, ref_off, member_ids, member_node):
@@ -634,6 +715,36 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
         "tile_row": tile_row[order], "tile_j0": tile_j0[order], "class_off": class_off,
         "long_words": np.int64(words[long_rows].max() if long_rows.any() else 0),
     }
+
+
+def _sw_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
+    """Tiles of the condensed SW matrices (row ``r`` against later members ``tile_j0 .. + SW_THREADS``),
+    longest row sequence first, so that the grid's last tiles are the cheapest."""
+    sizes = np.diff(group_off)
+    rows = np.maximum(sizes - 1, 0)
+    n_rows = int(rows.sum())
+    row_group = np.repeat(np.arange(len(sizes), dtype=np.int64), rows)
+    row_index = np.arange(n_rows, dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)
+    out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes * (sizes - 1) // 2, out=out_off[1:])
+    row_tiles = -(-(sizes[row_group] - 1 - row_index) // SW_THREADS)
+    n_tiles = int(row_tiles.sum())
+    tile_row = np.repeat(np.arange(n_rows, dtype=np.int64), row_tiles)
+    first = np.repeat(np.cumsum(row_tiles) - row_tiles, row_tiles)
+    tile_j0 = row_index[tile_row] + 1 + SW_THREADS * (np.arange(n_tiles, dtype=np.int64) - first)
+    order = np.argsort(-lens[group_off[row_group] + row_index][tile_row], kind="stable")
+    return {
+        "group_off": group_off, "out_off": out_off, "row_group": row_group, "row_index": row_index,
+        "tile_row": tile_row[order], "tile_j0": tile_j0[order],
+    }
+
+
+def _sw_fits_int32(matrix: np.ndarray, gaps: GapCosts, max_len: int) -> bool:
+    """Whether every SW value of sequences up to ``max_len`` fits int32 (kernels/sw_distance.cu's bound:
+    values lie in [open + extend, max|M| * (max_len + 1)])."""
+    top = int(np.abs(matrix).max()) * (max_len + 1)
+    bottom = abs(int(gaps.open)) + abs(int(gaps.extend))
+    return max(top, bottom) <= SW_INT32_MAX
 
 
 def _sorted_runs(codes: np.ndarray, offsets: np.ndarray, seq0: int) -> tuple[cp.ndarray, ...]:

@@ -42,7 +42,8 @@ import numpy as np
 from numba import njit
 
 from msa.kmers import MAX_KMER_DIST, KmerTables
-from msa.params import AlignParams
+from msa.alphabet import load_matrix
+from msa.params import AlignParams, gap_costs
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
 from msa.tree.sample_split import cut_sample_trees, sample_positions, splitmix64
@@ -167,7 +168,8 @@ def uses_sample_split(params: AlignParams) -> bool:
 
 
 def exact_limit(params: AlignParams, method: str) -> int:
-    """Largest group that gets an exact tree: mst_tree_max applies to single linkage over LCS."""
+    """Largest group that gets an exact tree: mst_tree_max applies to single linkage over LCS only
+    (Prim's MST computes LCS rows; kmer and sw groups need the whole matrix)."""
     if method == "single" and params.distance == "lcs":
         return max(params.exact_tree_max, params.mst_tree_max)
     return params.exact_tree_max
@@ -179,6 +181,10 @@ def group_distances(
     """Condensed exact-tree distance matrices of many groups (``params.distance`` picks the kind)."""
     if params.distance == "lcs":
         return backend.lcs_distance_matrix(db.codes, db.offsets, ids, off)
+    if params.distance == "sw":
+        # the substitution scores and gap costs of the run, gaps not rescaled by the input size
+        gaps = gap_costs(params, 1)
+        return backend.sw_distance_matrix(db.codes, db.offsets, ids, off, load_matrix(params.matrix), gaps)
     return backend.kmer_distance_matrix(tables, ids, off, MAX_KMER_DIST)
 
 
