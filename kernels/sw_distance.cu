@@ -40,7 +40,18 @@ struct Cross<long long> {
     typedef longlong2 type;
 };
 
-__device__ __forceinline__ int max3_relu(int a, int b, int c) { return __vimax3_s32_relu(a, b, c); }
+// SW_DPX 0 builds the int path with plain max instead of Hopper's DPX (benchmarks/NOTES.md compares).
+#ifndef SW_DPX
+#define SW_DPX 1
+#endif
+__device__ __forceinline__ int max3_relu(int a, int b, int c) {
+#if SW_DPX
+    return __vimax3_s32_relu(a, b, c);
+#else
+    const int m = max(max(a, b), c);
+    return m > 0 ? m : 0;
+#endif
+}
 __device__ __forceinline__ long long max3_relu(long long a, long long b, long long c) {
     const long long m = a > b ? a : b;
     const long long n = m > c ? m : c;
