@@ -120,8 +120,8 @@ class _ProfilePool:
         out = xp.zeros((int(off[-1]), N_COUNTS), dtype=xp.int32)
         leaf = kids < self.n
         if leaf.any():  # one-hot rows of the leaves' codes
-            rows = _expand(xp, off[:-1][leaf], w[leaf])
-            out[rows, self.codes[_expand(xp, self.db.offsets[kids[leaf]], w[leaf])]] = 1
+            rows, res = _expand(xp, w[leaf], off[:-1][leaf], self.db.offsets[kids[leaf]])
+            out[rows, self.codes[res]] = 1
         inner = np.flatnonzero(~leaf)
         stores = self.level[kids[inner]]
         for s in np.unique(stores).tolist():
@@ -131,7 +131,8 @@ class _ProfilePool:
                 q, r = int(kids[pick[0]]), int(off[pick[0]])
                 out[r : r + w[pick[0]]] = src[self.row[q] : self.row[q] + self.widths[q]]
             else:
-                out[_expand(xp, off[pick], w[pick])] = src[_expand(xp, self.row[kids[pick]], w[pick])]
+                dst, at = _expand(xp, w[pick], off[pick], self.row[kids[pick]])
+                out[dst] = src[at]
             self.live[kids[pick]] = False
             self.store_live[s] -= int(w[pick].sum())
             if self.store_live[s] == 0:
@@ -143,7 +144,8 @@ class _ProfilePool:
     def _compact(self, s: int) -> None:
         keep = np.flatnonzero(self.live & (self.level == s))
         w = self.widths[keep]
-        self.stores[s] = self.stores[s][_expand(self.xp, self.row[keep], w)]
+        (at,) = _expand(self.xp, w, self.row[keep])
+        self.stores[s] = self.stores[s][at]
         self.row[keep] = _offsets(w)[:-1]
 
 
@@ -175,7 +177,8 @@ def _place_columns(
         final[k] = None
         leaf = kids < n
         if leaf.any():
-            columns[_expand(xp, db.offsets[kids[leaf]], w[leaf])] = here[_expand(xp, off[:-1][leaf], w[leaf])]
+            dst, at = _expand(xp, w[leaf], db.offsets[kids[leaf]], off[:-1][leaf])
+            columns[dst] = here[at]
         inner = np.flatnonzero(~leaf)
         dest = pool.level[kids[inner]]
         for s in np.unique(dest).tolist():
@@ -186,7 +189,8 @@ def _place_columns(
                 q, r = int(kids[pick[0]]), int(off[pick[0]])
                 final[s][pool.start[q] : pool.start[q] + w[pick[0]]] = here[r : r + w[pick[0]]]
             else:
-                final[s][_expand(xp, pool.start[kids[pick]], w[pick])] = here[_expand(xp, off[pick], w[pick])]
+                dst, at = _expand(xp, w[pick], pool.start[kids[pick]], off[pick])
+                final[s][dst] = here[at]
     return columns
 
 
@@ -204,13 +208,17 @@ def _segments(xp: ModuleType, lengths: np.ndarray):
     return xp.searchsorted(xp.asarray(ends), xp.arange(int(ends[-1]) if len(ends) else 0), side="right")
 
 
-def _expand(xp: ModuleType, starts: np.ndarray, lengths: np.ndarray):
-    """Concatenated ranges ``[starts[k], starts[k] + lengths[k])`` as one ``xp`` int64 index.
+def _expand(xp: ModuleType, lengths: np.ndarray, *starts: np.ndarray) -> tuple:
+    """For each ``starts`` array, the concatenated ranges ``[starts[k], starts[k] + lengths[k])``
+    as one ``xp`` int64 index.
 
-    Built on the device from the per-segment values (one small upload), not
-    uploaded element by element.
+    On the device the segment of every element is found once for all of them,
+    from one small upload of the per-segment values, not uploaded element by element.
     """
     if xp is np:
-        return _ranges(starts, lengths)
+        return tuple(_ranges(s, lengths) for s in starts)
     heads = np.cumsum(lengths) - lengths
-    return xp.asarray(starts - heads)[_segments(xp, lengths)] + xp.arange(int(lengths.sum()))
+    base = xp.asarray(np.stack([s - heads for s in starts]))
+    seg = _segments(xp, lengths)
+    span = xp.arange(int(lengths.sum()))
+    return tuple(base[k][seg] + span for k in range(len(starts)))
