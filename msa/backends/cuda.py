@@ -194,9 +194,18 @@ class CudaBackend:
             maps = cp.empty(int(off[-1]), dtype=cp.int64)
             consts = np.concatenate((np.ravel(batch.matrix), np.ravel(batch.gaps))).astype(np.int64)
 
+            pipeline = n_merges < self.n_sm
+
             def piece(lo: int, hi: int) -> None:
                 a, b = off[2 * lo], off[2 * hi]
-                piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, consts)
+                try:
+                    piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, consts, pipeline)
+                except cp.cuda.memory.OutOfMemoryError:
+                    if not pipeline or hi - lo > 1:  # several merges: _run_in_pieces halves the piece
+                        raise
+                    # One merge whose 8-byte cell scores do not fit: dp_fill needs 1 byte a cell.
+                    cp.get_default_memory_pool().free_all_blocks()
+                    piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, consts, False)
                 maps[a:b] = piece_maps
                 parents.append(piece_parents)
                 lengths.append(piece_lengths)
@@ -215,7 +224,7 @@ class CudaBackend:
         return AlignResult(maps, counts, parent_off)
 
     def _align_piece(
-        self, batch: AlignBatch, lo: int, hi: int, consts: np.ndarray
+        self, batch: AlignBatch, lo: int, hi: int, consts: np.ndarray, pipeline: bool
     ) -> tuple[cp.ndarray, cp.ndarray, np.ndarray]:
         """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths).
 
@@ -224,6 +233,7 @@ class CudaBackend:
         (a piece of a batch of fewer merges than SMs, whose cost counted the cell scores): a
         grid of at most one block per SM drawing (merge, chunk) tickets, after cell_scores has
         written every cell's substitution score (CS_BLOCKS_PER_SM blocks per SM in all).
+        ``pipeline``: the batch may run dp_pipe (fewer merges than SMs; its cost counted the scores).
         """
         off = batch.col_offsets
         a, b = int(off[2 * lo]), int(off[2 * hi])
@@ -231,7 +241,7 @@ class CudaBackend:
         col_off = np.ascontiguousarray(off[2 * lo : 2 * hi + 1] - a, dtype=np.int64)
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
         counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
-        info, t, k, pipe, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=batch.n_merges < self.n_sm)
+        info, t, k, pipe, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline)
         meta = cp.asarray(np.concatenate((col_off, n_seqs, consts, info.ravel())))
         d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
         d_m, d_g = meta[4 * n + 1 : 4 * n + 1 + N_CODES * N_CODES], meta[4 * n + 1 + N_CODES * N_CODES :][:4]

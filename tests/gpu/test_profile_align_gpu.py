@@ -259,6 +259,21 @@ def test_pipeline_pieces(cuda_backend, monkeypatch):
     assert fills == Counter({True: 4})
 
 
+def test_cell_scores_out_of_memory_falls_back(cuda_backend, monkeypatch):
+    """Cell scores that do not fit: the batch is halved down to single merges, and a merge whose
+    scores still fail runs dp_fill (1 byte a cell) instead of crashing; same result."""
+    import cupy
+
+    def no_memory(*args, **kwargs):
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
+
+    monkeypatch.setattr(cuda_backend, "_cell_scores", no_memory)
+    fills = count_fills(monkeypatch, cuda_backend)
+    batch = pipe_batch([0, 4, 5])
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills[False] == 3
+
+
 @pytest.mark.parametrize("n_sm", [2, 3])
 def test_pipeline_small_grid(cuda_backend, monkeypatch, n_sm):
     """A grid of n_sm blocks for ~20 chunks a merge: every block draws many tickets, and a
