@@ -30,7 +30,6 @@ import mmap
 import os
 from dataclasses import asdict, dataclass
 from os import PathLike
-from pathlib import Path
 
 import numpy as np
 
