@@ -21,6 +21,7 @@ from msa.backends.cpu_kmers import pow075_table
 from msa.kmers import MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerTables, build_kmer_tables
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
+from msa.seqdb import _ranges
 
 #: Members (threads) per nearest_reference block; one block fills an SM's shared memory.
 NEAREST_THREADS = 1024
@@ -370,6 +371,23 @@ class CudaBackend:
         Groups are cut into pieces that fit the free device memory; a piece
         uploads only its own sequences' codes and brings back its distances.
         """
+        lens = np.diff(offsets)[np.asarray(ids, dtype=np.int64)]
+        with cp.cuda.Device(self.device):
+            d_pow = cp.asarray(pow075_table(2 * max(int(lens.max(initial=0)), 1) + 1))
+            return self._condensed_in_pieces(
+                codes, offsets, ids, group_off, (LCS_BYTES_PER_PAIR, LCS_BYTES_PER_RESIDUE, 64),
+                lambda c, o, piece_ids, piece_off: self._lcs_piece(c, o, piece_ids, piece_off, d_pow),
+            )
+
+    def _condensed_in_pieces(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray,
+        costs: tuple[float, float, float], run: Callable[..., np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Condensed matrices of many groups, groups cut into pieces that fit the free device memory.
+
+        ``costs``: device bytes per pair, per residue and per sequence of a piece;
+        ``run(codes, offsets, ids, group_off)`` gives a piece's condensed distances on the host.
+        """
         codes = np.ascontiguousarray(codes, dtype=np.uint8)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         ids = np.ascontiguousarray(ids, dtype=np.int64)
@@ -377,20 +395,16 @@ class CudaBackend:
         sizes, pairs, out, out_off = _condensed_layout(group_off)
         if out_off[-1] == 0:
             return out, out_off
-        lens = offsets[ids + 1] - offsets[ids]
-        res_cum = np.concatenate(([0], np.cumsum(lens)))
-        with cp.cuda.Device(self.device):
-            d_pow = cp.asarray(pow075_table(2 * max(int(lens.max()), 1) + 1))
+        res_cum = np.concatenate(([0], np.cumsum(offsets[ids + 1] - offsets[ids])))
+        residues = res_cum[group_off[1:]] - res_cum[group_off[:-1]]
 
-            def piece(lo: int, hi: int) -> None:
-                a, b = group_off[lo], group_off[hi]
-                out[out_off[lo] : out_off[hi]] = self._lcs_piece(
-                    codes, offsets, ids[a:b], group_off[lo : hi + 1] - a, d_pow
-                )
+        def piece(lo: int, hi: int) -> None:
+            a, b = group_off[lo], group_off[hi]
+            out[out_off[lo] : out_off[hi]] = run(codes, offsets, ids[a:b], group_off[lo : hi + 1] - a)
 
-            residues = res_cum[group_off[1:]] - res_cum[group_off[:-1]]
-            cost = LCS_BYTES_PER_PAIR * pairs + LCS_BYTES_PER_RESIDUE * residues + 64 * sizes + 64
-            _run_in_pieces(cost, piece, self.memory_limit)
+        per_pair, per_residue, per_sequence = costs
+        cost = per_pair * pairs + per_residue * residues + per_sequence * sizes + 64
+        _run_in_pieces(cost, piece, self.memory_limit)
         return out, out_off
 
     def _lcs_piece(
@@ -398,15 +412,11 @@ class CudaBackend:
     ) -> np.ndarray:
         """One launch per word class for the condensed LCS matrices of these groups (host result)."""
         module = kernels.load("lcs_distance", (), self.device)
-        lens = offsets[ids + 1] - offsets[ids]
-        seq_off = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(lens, out=seq_off[1:])
-        gather = np.arange(seq_off[-1], dtype=np.int64) + np.repeat(offsets[ids] - seq_off[:-1], lens)
+        lens, d_codes, d_seq_off = _sequences_on_device(codes, offsets, ids)
         plan = _lcs_tiles(group_off, lens)
         out = cp.empty(int(plan["out_off"][-1]), dtype=cp.float64)
         d = {k: cp.asarray(plan[k]) for k in ("group_off", "out_off", "row_group", "row_index", "tile_row", "tile_j0")}
-        args = (cp.asarray(codes[gather]), cp.asarray(seq_off), d["group_off"], d["out_off"],
-                d["row_group"], d["row_index"])
+        args = (d_codes, d_seq_off, d["group_off"], d["out_off"], d["row_group"], d["row_index"])
         bounds = plan["class_off"]
         for k in range(len(LCS_WORDS) + 1):
             lo, hi = int(bounds[k]), int(bounds[k + 1])
@@ -424,29 +434,12 @@ class CudaBackend:
         Groups are cut into pieces that fit the free device memory, as in
         lcs_distance_matrix; a piece computes its sequences' self scores, then its pairs.
         """
-        codes = np.ascontiguousarray(codes, dtype=np.uint8)
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        ids = np.ascontiguousarray(ids, dtype=np.int64)
-        group_off = np.ascontiguousarray(group_off, dtype=np.int64)
-        sizes, pairs, out, out_off = _condensed_layout(group_off)
-        if out_off[-1] == 0:
-            return out, out_off
-        lens = offsets[ids + 1] - offsets[ids]
-        res_cum = np.concatenate(([0], np.cumsum(lens)))
         with cp.cuda.Device(self.device):
             d_matrix = cp.asarray(np.ascontiguousarray(matrix, dtype=np.int64))
-
-            def piece(lo: int, hi: int) -> None:
-                a, b = group_off[lo], group_off[hi]
-                out[out_off[lo] : out_off[hi]] = self._sw_piece(
-                    codes, offsets, ids[a:b], group_off[lo : hi + 1] - a, matrix, d_matrix, gaps
-                )
-
-            residues = res_cum[group_off[1:]] - res_cum[group_off[:-1]]
-            cost = (SW_BYTES_PER_PAIR * pairs + SW_BYTES_PER_RESIDUE * residues
-                    + SW_BYTES_PER_SEQUENCE * sizes + 64)
-            _run_in_pieces(cost, piece, self.memory_limit)
-        return out, out_off
+            return self._condensed_in_pieces(
+                codes, offsets, ids, group_off, (SW_BYTES_PER_PAIR, SW_BYTES_PER_RESIDUE, SW_BYTES_PER_SEQUENCE),
+                lambda c, o, piece_ids, piece_off: self._sw_piece(c, o, piece_ids, piece_off, matrix, d_matrix, gaps),
+            )
 
     def _sw_piece(
         self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray,
@@ -454,11 +447,8 @@ class CudaBackend:
     ) -> np.ndarray:
         """Self scores, then every pair's tile, of these groups (host result); int32 scores where they fit."""
         module = kernels.load("sw_distance", (), self.device)
-        lens = offsets[ids + 1] - offsets[ids]
         n = len(ids)
-        seq_off = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lens, out=seq_off[1:])
-        gather = np.arange(seq_off[-1], dtype=np.int64) + np.repeat(offsets[ids] - seq_off[:-1], lens)
+        lens, d_codes, d_seq_off = _sequences_on_device(codes, offsets, ids)
         plan = _sw_tiles(group_off, lens)
         max_len = max(int(lens.max()), 1)
         wide = not _sw_fits_int32(matrix, gaps, max_len)
@@ -467,7 +457,6 @@ class CudaBackend:
         n_tiles = len(plan["tile_row"])
         blocks = max(1, min(n_tiles, SW_BLOCKS_PER_SM * self.n_sm, SW_SCRATCH // (cross_bytes * max_len * SW_THREADS)))
         scratch = cp.empty(2 * blocks * SW_THREADS * max_len, dtype=score)
-        d_codes, d_seq_off = cp.asarray(codes[gather]), cp.asarray(seq_off)
         gap_args = (score(gaps.open), score(gaps.extend))
         self_scores = cp.empty(n, dtype=cp.int64)
         module.get_function(f"sw_self_{kind}")(
@@ -549,11 +538,7 @@ class CudaBackend:
         ref_first = np.cumsum(node_nref) - node_nref
         n_ref_seqs = int(node_nref.sum())
         ref_pos = np.arange(n_ref_seqs, dtype=np.int64) + np.repeat(ref_off[nodes] - ref_first, node_nref)
-        seqs = np.concatenate((member_ids[order], ref_ids[ref_pos]))
-        lens = offsets[seqs + 1] - offsets[seqs]
-        seq_off = np.zeros(len(seqs) + 1, dtype=np.int64)
-        np.cumsum(lens, out=seq_off[1:])
-        gather = np.arange(seq_off[-1], dtype=np.int64) + np.repeat(offsets[seqs] - seq_off[:-1], lens)
+        lens, d_codes, d_seq_off = _sequences_on_device(codes, offsets, np.concatenate((member_ids[order], ref_ids[ref_pos])))
         sizes = node_nref * node_nmem
         node_dist = np.cumsum(sizes) - sizes
         # tiles: (node, reference, first member), ordered by the reference's word class
@@ -575,7 +560,7 @@ class CudaBackend:
         d_node = [cp.asarray(a) for a in (node_mem, node_nmem, m + ref_first, node_dist)]
         d_tile = [cp.asarray(a) for a in (row_node[tile_row], row_r[tile_row], tile_j0)]
         dist = cp.empty(max(int(sizes.sum()), 1), dtype=cp.float64)
-        args = (cp.asarray(codes[gather]), cp.asarray(seq_off), *d_node)
+        args = (d_codes, d_seq_off, *d_node)
         for k in range(len(LCS_WORDS) + 1):
             lo, hi = int(class_off[k]), int(class_off[k + 1])
             if lo < hi:
@@ -868,6 +853,16 @@ def _merge_records(
     tiles = np.maximum((-(-wb // CS_THREADS)) * (-(-wa // CS_ROWS)), (-(-wa // CS_THREADS)) * (-(-wb // CS_ROWS)))
     sizes["score_tiles"] = int(tiles.max())
     return info, threads, k, pipe, sizes
+
+
+def _sequences_on_device(
+    codes: np.ndarray, offsets: np.ndarray, seqs: np.ndarray
+) -> tuple[np.ndarray, cp.ndarray, cp.ndarray]:
+    """Lengths of sequences ``seqs``, and their codes packed end to end and offsets, uploaded."""
+    lens = offsets[seqs + 1] - offsets[seqs]
+    seq_off = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum(lens, out=seq_off[1:])
+    return lens, cp.asarray(codes[_ranges(offsets[seqs], lens)]), cp.asarray(seq_off)
 
 
 def _condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
