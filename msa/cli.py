@@ -21,7 +21,7 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from msa.alphabet import load_matrix
-from msa.backends import BackendUnavailable, get_backend
+from msa.backends import BackendStart, BackendUnavailable
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.params import AlignParams
 from msa.progress import Progress
@@ -181,24 +181,33 @@ def align(
             raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
         load_matrix(params.matrix)  # an unknown matrix fails before any work
         start = time.perf_counter()
-        with progress.stage("reading"):
-            db = read_fasta(input)
-        with open_output(output) as out, _optional_output(tree_out) as newick_out:
-            backend = get_backend(params.device, quiet=quiet)
-            from msa.pipeline import align_db, tree_db  # Numba start-up only past the checks
-
-            guide = None
-            if newick_out is not None:
-                with progress.stage("guide tree"):
-                    guide, names = tree_db(db, params, backend)
-                newick_out.write(_newick_bytes(guide, names))
-            aligned = align_db(db, params, backend, tree=guide)  # reports its own stages
-            with progress.stage("writing"):
-                write_alignment(out, aligned, fmt.value)
+        with BackendStart(params.device) as backend_start:
+            with progress.stage("reading"):
+                db = read_fasta(input)
+            with open_output(output) as out, _optional_output(tree_out) as newick_out:
+                backend = functools.partial(backend_start.backend, quiet=quiet)
+                width = _align_to(out, newick_out, db, params, backend, fmt.value, progress)
         progress.note(
-            f"aligned {len(db)} sequences into {aligned.width} columns "
-            f"in {time.perf_counter() - start:.1f} s"
+            f"aligned {len(db)} sequences into {width} columns in {time.perf_counter() - start:.1f} s"
         )
+
+
+def _align_to(out, newick_out, db, params: AlignParams, backend, fmt: str, progress: Progress) -> int:
+    """The work of ``align`` once the input is read and the outputs are open; the width.
+
+    ``backend`` is a function that waits for the backend's start, called as late as can be."""
+    from msa.pipeline import align_db, tree_db
+
+    guide = None
+    if newick_out is not None:
+        backend = backend()
+        with progress.stage("guide tree"):
+            guide, names = tree_db(db, params, backend)
+        newick_out.write(_newick_bytes(guide, names))
+    aligned = align_db(db, params, backend, tree=guide)  # reports its own stages
+    with progress.stage("writing"):
+        write_alignment(out, aligned, fmt)
+    return aligned.width
 
 
 @app.command()
@@ -228,15 +237,16 @@ def tree(
             **_tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
         )
-        with progress.stage("reading"):
-            db = read_fasta(input)
-        with open_output(output) as out:
-            backend = get_backend(params.device, quiet=quiet)
-            from msa.pipeline import tree_db
+        with BackendStart(params.device) as backend_start:
+            with progress.stage("reading"):
+                db = read_fasta(input)
+            with open_output(output) as out:
+                backend = backend_start.backend(quiet=quiet)
+                from msa.pipeline import tree_db
 
-            with progress.stage("guide tree"):
-                guide, names = tree_db(db, params, backend)
-            out.write(_newick_bytes(guide, names))
+                with progress.stage("guide tree"):
+                    guide, names = tree_db(db, params, backend)
+                out.write(_newick_bytes(guide, names))
 
 
 @app.command()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,22 +57,30 @@ class AlignedRows:
 
 
 def align_db(
-    db: SeqDB, params: AlignParams, backend: Backend | None = None, tree: GuideTree | None = None
+    db: SeqDB,
+    params: AlignParams,
+    backend: Backend | Callable[[], Backend] | None = None,
+    tree: GuideTree | None = None,
 ) -> AlignedRows:
     """Align every sequence of ``db``; duplicates are aligned once and copied back.
 
-    ``tree`` is a guide tree from ``tree_db`` with the same params (the CLI's
+    ``backend`` may be a function that returns one, called once the duplicates
+    are found (the CLI's backend starts on another thread meanwhile). ``tree``
+    is a guide tree from ``tree_db`` with the same params (the CLI's
     ``--tree-out`` builds it first, writes it, and aligns along it).
     """
     if len(db) == 0:
         raise ValueError("no sequences to align")
-    backend = backend or get_backend(params.device, quiet=params.quiet)
-    _set_threads(params.threads)
     if params.keep_duplicates:
         reps, inverse = np.arange(len(db)), np.arange(len(db))
     else:
         reps, inverse = db.unique()
     unique = db.subset(reps) if len(reps) < len(db) else db
+    if backend is None:
+        backend = get_backend(params.device, quiet=params.quiet)
+    elif callable(backend):
+        backend = backend()
+    _set_threads(params.threads)
 
     if tree is None and params.tree_file is not None:
         tree = read_tree_file(params.tree_file, db, reps)

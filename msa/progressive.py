@@ -9,20 +9,18 @@ residue, and rows are filled in one pass.
 Profile tables, maps and the composition live in the backend's array module
 (``backend.xp``: NumPy on the CPU, CuPy on the GPU, where the codes are uploaded
 once and only the final columns come back). Each level's parents stay in one
-store; a level's children are gathered, and its columns placed, with a few
-whole-array operations per level, however many nodes it has: at 10^5 sequences
-a Python operation per node cost more than the GPU's dynamic programming.
+store; a level's children are gathered, and its columns placed, with one
+backend call each per level, however many nodes it has: at 10^5 sequences a
+Python operation per node cost more than the GPU's dynamic programming.
 """
 from __future__ import annotations
-
-from types import ModuleType
 
 import numpy as np
 
 from msa.progress import current
-from msa.profile import N_COUNTS, AlignBatch, gap_vector
+from msa.profile import AlignBatch, gap_vector
 from msa.params import GapCosts
-from msa.seqdb import SeqDB, _ranges
+from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
 
 
@@ -62,7 +60,7 @@ def progressive_align(
     bounds = np.flatnonzero(np.diff(levels[order])) + 1
     batches = np.split(order + n, bounds)
 
-    pool = _ProfilePool(xp, db, tree.n_nodes)
+    pool = _ProfilePool(backend, db, tree.n_nodes)
     sizes = np.ones(tree.n_nodes, dtype=np.int64)
     batch_maps: list[np.ndarray] = []
     with current().stage("aligning profiles", total=n - 1) as advance:
@@ -74,24 +72,25 @@ def progressive_align(
             pool.add_level(nodes, result.counts, result.col_offsets)
             batch_maps.append(result.maps.astype(xp.int32))
             advance(len(nodes))
-    columns = _place_columns(xp, db, tree, batches, batch_maps, pool)
+    columns = _place_columns(backend, db, tree, batches, batch_maps, pool)
     return backend.to_host(columns), int(pool.widths[tree.root])
 
 
 class _ProfilePool:
     """The profile tables of finished nodes, on the backend, one store per level.
 
-    A node is addressed by (store, row); a level's children are gathered with
-    one indexed copy per store they come from (and one scatter for all leaves,
-    built from the codes), never an operation per node. A store is dropped when
-    its last node is taken and compacted when less than half of it is still
-    live, so memory stays within twice the live profiles. ``level``/``start``
-    keep each node's place in its level's output, which the top-down pass uses.
+    A node is addressed by (store, row); a level's children are gathered by one
+    backend call (``gather_profiles``: leaves one-hot from the codes, inner nodes
+    copied from their stores), never an operation per node or per store. A store
+    is dropped when its last node is taken and compacted when less than half of
+    it is still live, so memory stays within twice the live profiles.
+    ``level``/``start`` keep each node's place in its level's output, which the
+    top-down pass uses.
     """
 
-    def __init__(self, xp: ModuleType, db: SeqDB, n_nodes: int) -> None:
-        self.xp, self.db, self.n = xp, db, len(db)
-        self.codes = xp.asarray(db.codes)  # one upload on the GPU, the same array on the CPU
+    def __init__(self, backend, db: SeqDB, n_nodes: int) -> None:
+        self.backend, self.db, self.n = backend, db, len(db)
+        self.codes = backend.xp.asarray(db.codes)  # one upload on the GPU, the same array on the CPU
         self.widths = np.zeros(n_nodes, dtype=np.int64)
         self.widths[: self.n] = db.lengths
         self.level = np.full(n_nodes, -1, dtype=np.int64)
@@ -115,82 +114,61 @@ class _ProfilePool:
 
     def take(self, kids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The tables of ``kids`` laid end to end, and their column offsets; inner nodes leave the pool."""
-        xp, w = self.xp, self.widths[kids]
-        off = _offsets(w)
-        out = xp.zeros((int(off[-1]), N_COUNTS), dtype=xp.int32)
+        w = self.widths[kids]
         leaf = kids < self.n
-        if leaf.any():  # one-hot rows of the leaves' codes
-            rows, res = _expand(xp, w[leaf], off[:-1][leaf], self.db.offsets[kids[leaf]])
-            out[rows, self.codes[res]] = 1
-        inner = np.flatnonzero(~leaf)
-        stores = self.level[kids[inner]]
-        for s in np.unique(stores).tolist():
-            pick = inner[stores == s]
-            src = self.stores[s]
-            if len(pick) == 1:  # a slice, no index arrays (the one-merge levels)
-                q, r = int(kids[pick[0]]), int(off[pick[0]])
-                out[r : r + w[pick[0]]] = src[self.row[q] : self.row[q] + self.widths[q]]
-            else:
-                dst, at = _expand(xp, w[pick], off[pick], self.row[kids[pick]])
-                out[dst] = src[at]
-            self.live[kids[pick]] = False
-            self.store_live[s] -= int(w[pick].sum())
+        store = np.where(leaf, -1, self.level[kids])
+        first = np.where(leaf, self.db.offsets[np.minimum(kids, self.n)], self.row[kids])
+        out = self.backend.gather_profiles(self.stores, store, first, w, self.codes)
+        inner = kids[~leaf]
+        self.live[inner] = False
+        taken = np.bincount(store[~leaf], weights=w[~leaf], minlength=len(self.stores))
+        for s in np.flatnonzero(taken).tolist():
+            self.store_live[s] -= int(taken[s])
             if self.store_live[s] == 0:
                 self.stores[s] = None
-            elif 2 * self.store_live[s] < len(src):
+            elif 2 * self.store_live[s] < len(self.stores[s]):
                 self._compact(s)
-        return out, off
+        return out, _offsets(w)
 
     def _compact(self, s: int) -> None:
         keep = np.flatnonzero(self.live & (self.level == s))
         w = self.widths[keep]
-        (at,) = _expand(self.xp, w, self.row[keep])
-        self.stores[s] = self.stores[s][at]
+        self.stores[s] = self.backend.gather_profiles(
+            self.stores, np.full(len(keep), s), self.row[keep], w, self.codes
+        )
         self.row[keep] = _offsets(w)[:-1]
 
 
 def _place_columns(
-    xp: ModuleType, db: SeqDB, tree: GuideTree, batches: list[np.ndarray], batch_maps: list, pool: _ProfilePool
+    backend, db: SeqDB, tree: GuideTree, batches: list[np.ndarray], batch_maps: list, pool: _ProfilePool
 ):
     """Top-down: the final column of every residue (``xp`` int64, ``db.codes`` layout).
 
     ``final[k]`` holds the final column of every column of level ``k``'s outputs,
-    in that level's layout; a level's maps turn it into the final columns of its
-    inputs, which go to the leaves' residues and to the levels that made the
-    inner children, one indexed copy per destination level.
+    in that level's layout; a level's maps (relative to each parent) turn it into
+    the final columns of its inputs, which go to the leaves' residues and to the
+    levels that made the inner children: one ``place_segments`` call per level.
     """
-    n = len(db)
+    xp, n = backend.xp, len(db)
     columns = xp.empty(len(db.codes), dtype=xp.int64)
     final: list = [None] * len(batches)
     final[-1] = xp.arange(pool.level_cols[-1], dtype=xp.int64)
     for k in range(len(batches) - 1, -1, -1):
-        nodes, maps = batches[k], batch_maps[k]
+        nodes = batches[k]
         kids = tree.children[nodes - n].reshape(-1)
-        w = pool.widths[kids]
-        off = _offsets(w)
-        here = final[k]
-        if len(nodes) > 1:  # maps are relative to each parent: add the parent's place in the level
-            parent = xp.asarray(pool.start[nodes])[_segments(xp, w) // 2]
-            here = here[parent + maps]
-        else:
-            here = here[maps]
-        final[k] = None
         leaf = kids < n
-        if leaf.any():
-            dst, at = _expand(xp, w[leaf], db.offsets[kids[leaf]], off[:-1][leaf])
-            columns[dst] = here[at]
-        inner = np.flatnonzero(~leaf)
-        dest = pool.level[kids[inner]]
-        for s in np.unique(dest).tolist():
-            pick = inner[dest == s]
+        dest = np.where(leaf, -1, pool.level[kids])  # -1: the residues' columns
+        levels = np.unique(dest)
+        for s in levels[levels >= 0].tolist():
             if final[s] is None:
                 final[s] = xp.empty(pool.level_cols[s], dtype=xp.int64)
-            if len(pick) == 1:
-                q, r = int(kids[pick[0]]), int(off[pick[0]])
-                final[s][pool.start[q] : pool.start[q] + w[pick[0]]] = here[r : r + w[pick[0]]]
-            else:
-                dst, at = _expand(xp, w[pick], pool.start[kids[pick]], off[pick])
-                final[s][dst] = here[at]
+        targets = [columns if s < 0 else final[s] for s in levels.tolist()]
+        first = np.where(leaf, db.offsets[np.minimum(kids, n)], pool.start[kids])
+        parent = np.repeat(pool.start[nodes], 2)
+        backend.place_segments(
+            targets, np.searchsorted(levels, dest), first, final[k], batch_maps[k], parent, pool.widths[kids]
+        )
+        final[k] = None
     return columns
 
 
@@ -198,27 +176,3 @@ def _offsets(widths: np.ndarray) -> np.ndarray:
     out = np.zeros(len(widths) + 1, dtype=np.int64)
     np.cumsum(widths, out=out[1:])
     return out
-
-
-def _segments(xp: ModuleType, lengths: np.ndarray):
-    """Segment index of every element of segments of ``lengths`` laid end to end (``xp`` int64)."""
-    if xp is np:
-        return np.repeat(np.arange(len(lengths)), lengths)
-    ends = np.cumsum(lengths)
-    return xp.searchsorted(xp.asarray(ends), xp.arange(int(ends[-1]) if len(ends) else 0), side="right")
-
-
-def _expand(xp: ModuleType, lengths: np.ndarray, *starts: np.ndarray) -> tuple:
-    """For each ``starts`` array, the concatenated ranges ``[starts[k], starts[k] + lengths[k])``
-    as one ``xp`` int64 index.
-
-    On the device the segment of every element is found once for all of them,
-    from one small upload of the per-segment values, not uploaded element by element.
-    """
-    if xp is np:
-        return tuple(_ranges(s, lengths) for s in starts)
-    heads = np.cumsum(lengths) - lengths
-    base = xp.asarray(np.stack([s - heads for s in starts]))
-    seg = _segments(xp, lengths)
-    span = xp.arange(int(lengths.sum()))
-    return tuple(base[k][seg] + span for k in range(len(starts)))

@@ -8,7 +8,18 @@ from msa.backends import cpu_kmers, cpu_lcs_tree, cpu_sw
 from msa.backends.cpu_align import align_batch
 from msa.kmers import MAX_KMER_DIST, KmerTables, build_kmer_tables
 from msa.params import GapCosts
-from msa.profile import AlignBatch, AlignResult
+from msa.profile import N_COUNTS, AlignBatch, AlignResult
+from msa.seqdb import _ranges
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_compiled(x: np.ndarray) -> int:
+    return x.size
+
+
+def load_numba_registries() -> None:
+    """Load Numba's typing and lowering registries now (the first compiled call does, ~0.4 s)."""
+    _first_compiled(np.zeros(1, dtype=np.int64))
 
 
 class CpuBackend:
@@ -22,6 +33,35 @@ class CpuBackend:
     def to_host(a: np.ndarray) -> np.ndarray:
         """Already on the host: no copy."""
         return a
+
+    @staticmethod
+    def gather_profiles(
+        parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: np.ndarray
+    ) -> np.ndarray:
+        """Segments of profile rows (or one-hot leaves) end to end; see Backend."""
+        off = np.concatenate(([0], np.cumsum(widths)))
+        out = np.zeros((int(off[-1]), N_COUNTS), dtype=np.int32)
+        for p in np.unique(part).tolist():
+            pick = part == p
+            rows = _ranges(off[:-1][pick], widths[pick])
+            src = _ranges(start[pick], widths[pick])
+            if p < 0:
+                out[rows, codes[src]] = 1
+            else:
+                out[rows] = parts[p][src]
+        return out
+
+    @staticmethod
+    def place_segments(
+        targets: list, target: np.ndarray, start: np.ndarray, values: np.ndarray, maps: np.ndarray,
+        parent: np.ndarray, widths: np.ndarray,
+    ) -> None:
+        """Scatter composed columns to their targets; see Backend."""
+        off = np.concatenate(([0], np.cumsum(widths)))
+        here = values[np.repeat(parent, widths) + maps]
+        for t in np.unique(target).tolist():
+            pick = target == t
+            targets[t][_ranges(start[pick], widths[pick])] = here[_ranges(off[:-1][pick], widths[pick])]
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch (Numba, one merge per thread)."""

@@ -60,6 +60,9 @@ CS_ROWS = 32
 CS_BLOCKS_PER_SM = 8
 #: Device bytes per DP cell of a dp_pipe piece: its int64 substitution score from cell_scores.
 SCORE_BYTES = 8
+#: kernels/segments.cu: elements a block copies, threads a block (its CHUNK and THREADS).
+SEG_CHUNK = 4096
+SEG_THREADS = 256
 #: int64 fields of a merge record (kernels/profile_align.cu, I_*).
 N_INFO = 12
 #: Device bytes per input column of a piece (counts, column terms, map).
@@ -152,6 +155,9 @@ class CudaBackend:
         self._nearest.max_dynamic_shared_size_bytes = NEAREST_SHARED
         self._matrix = module.get_function("kmer_distance_matrix")
         self._matrix.max_dynamic_shared_size_bytes = MATRIX_SHARED
+        segments = kernels.load("segments", (), device)
+        self._gather_profiles = segments.get_function("gather_profiles")
+        self._place_segments = segments.get_function("place_segments")
         align = kernels.load("profile_align", (), device)
         self._column_setup = align.get_function("column_setup")
         self._merge_info = align.get_function("merge_info")
@@ -173,6 +179,41 @@ class CudaBackend:
     def to_host(a: cp.ndarray) -> np.ndarray:
         """Device array to a NumPy array (one copy)."""
         return cp.asnumpy(a)
+
+    def gather_profiles(
+        self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: cp.ndarray
+    ) -> cp.ndarray:
+        """Segments of profile rows (or one-hot leaves) end to end, one launch; see Backend."""
+        widths = np.asarray(widths, dtype=np.int64)
+        off = np.concatenate(([0], np.cumsum(widths)))
+        with cp.cuda.Device(self.device):
+            out = cp.empty((int(off[-1]), N_COUNTS), dtype=cp.int32)
+            ptrs = np.array([0 if p is None else p.data.ptr for p in parts] + [0], dtype=np.int64)
+            rec = np.stack((ptrs[part], start, off[:-1], widths, widths), axis=1)  # part -1: the last, 0
+            self._segments(self._gather_profiles, rec, widths * N_COUNTS, (codes, out))
+        return out
+
+    def place_segments(
+        self, targets: list, target: np.ndarray, start: np.ndarray, values: cp.ndarray, maps: cp.ndarray,
+        parent: np.ndarray, widths: np.ndarray,
+    ) -> None:
+        """Scatter composed columns to their targets, one launch; see Backend."""
+        widths = np.asarray(widths, dtype=np.int64)
+        off = np.concatenate(([0], np.cumsum(widths)))
+        ptrs = np.array([t.data.ptr for t in targets], dtype=np.int64)
+        rec = np.stack((ptrs[target], start, off[:-1], parent, widths), axis=1)
+        with cp.cuda.Device(self.device):
+            self._segments(self._place_segments, rec, widths, (values, cp.ascontiguousarray(maps, dtype=cp.int32)))
+
+    @staticmethod
+    def _segments(kernel: cp.RawKernel, rec: np.ndarray, elements: np.ndarray, args: tuple) -> None:
+        """Launch a segments.cu kernel: one block per SEG_CHUNK elements of a segment (records rec)."""
+        chunk_off = np.concatenate(([0], np.cumsum(-(-elements // SEG_CHUNK))))
+        if chunk_off[-1] == 0:
+            return
+        meta = cp.asarray(np.concatenate((rec.astype(np.int64).ravel(), chunk_off)))
+        n = len(rec)
+        kernel((int(chunk_off[-1]),), (SEG_THREADS,), (meta, meta[5 * n :], np.int64(n), *args))
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch on the GPU (kernels/profile_align.cu; equal to the CPU's).

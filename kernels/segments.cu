@@ -1,0 +1,61 @@
+// The progressive stage's data movement between levels (msa/progressive.py), one launch per
+// level however many nodes it has: before, each level cost a few dozen small CuPy operations
+// per source or destination level, more host time than the level's dynamic programming.
+//
+// Both kernels copy segments of very different sizes (a leaf's ~300 rows, a near-root
+// profile's ~10^4). A segment is cut into CHUNK-element chunks; one block (THREADS threads)
+// per chunk, found by binary search in the chunks' prefix sum (chunk_off, n_seg + 1 entries),
+// threads striding over the chunk's consecutive elements (coalesced on both sides).
+#define CHUNK 4096
+#define THREADS 256
+#define N_COUNTS 28  // msa.profile.N_COUNTS: 24 residue codes + 4 gap counts
+
+__device__ __forceinline__ long long segment_of(const long long* chunk_off, long long n_seg, long long b) {
+    long long lo = 0, hi = n_seg;  // chunk_off[lo] <= b < chunk_off[lo + 1]
+    while (hi - lo > 1) {
+        const long long mid = (lo + hi) >> 1;
+        if (chunk_off[mid] <= b) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// Profile tables of a level's children laid end to end (int32 rows of N_COUNTS).
+// rec[5 * g ..]: source table pointer (0: a leaf), first source row (a leaf: its first residue
+// in codes), first output row, rows, unused. A leaf's rows are one-hot: 1 in its residue
+// code's column, 0 elsewhere. Every output element is written.
+extern "C" __global__ void __launch_bounds__(THREADS) gather_profiles(
+    const long long* __restrict__ rec, const long long* __restrict__ chunk_off, long long n_seg,
+    const unsigned char* __restrict__ codes, int* __restrict__ out) {
+    const long long g = segment_of(chunk_off, n_seg, blockIdx.x);
+    const long long* r = rec + 5 * g;
+    const int* src = reinterpret_cast<const int*>(r[0]);
+    const long long first = r[1], dst = r[2] * N_COUNTS, n = r[3] * N_COUNTS;
+    const long long lo = (blockIdx.x - chunk_off[g]) * (long long)CHUNK;
+    const long long hi = lo + CHUNK < n ? lo + CHUNK : n;
+    for (long long e = lo + threadIdx.x; e < hi; e += THREADS) {
+        int v;
+        if (src != nullptr) {
+            v = __ldg(src + first * N_COUNTS + e);
+        } else {
+            const long long row = e / N_COUNTS;
+            v = (long long)codes[first + row] == e - row * N_COUNTS ? 1 : 0;
+        }
+        out[dst + e] = v;
+    }
+}
+
+// Final columns, top-down: for every child g of a level and each of its columns c,
+// target_g[start_g + c] = values[parent_g + maps[map_g + c]]. rec[5 * g ..]: target pointer
+// (int64), start_g, map_g (the child's first column in the level's input layout), parent_g
+// (its parent's first column in values, the level's output layout), columns.
+extern "C" __global__ void __launch_bounds__(THREADS) place_segments(
+    const long long* __restrict__ rec, const long long* __restrict__ chunk_off, long long n_seg,
+    const long long* __restrict__ values, const int* __restrict__ maps) {
+    const long long g = segment_of(chunk_off, n_seg, blockIdx.x);
+    const long long* r = rec + 5 * g;
+    long long* target = reinterpret_cast<long long*>(r[0]);
+    const long long start = r[1], map = r[2], parent = r[3], n = r[4];
+    const long long lo = (blockIdx.x - chunk_off[g]) * (long long)CHUNK;
+    const long long hi = lo + CHUNK < n ? lo + CHUNK : n;
+    for (long long c = lo + threadIdx.x; c < hi; c += THREADS) target[start + c] = values[parent + maps[map + c]];
+}
