@@ -15,6 +15,8 @@ Level-batch shapes, each checked against the CPU oracle once, then timed:
   64 sequences x ~3100 columns against 32 x ~340 (P1, ~10 types per column): the one merge
   of a level near the root of a large family, where dp_pipe's step was the substitution sum
   over P1's residues before cell_scores (~2.2 us a step on an H200 at 100k sequences);
+* ``unequal``: one merge of dense profiles 64 x ~10,000 against 32 x ~350, the shape of the
+  one-merge levels near the root of a 10^5-sequence family (a caterpillar over a wide profile);
 * ``single``: one sequence (~300) against a profile of 16 (~1000 columns), the one
   merge of each of the thousands of levels of a caterpillar (single-linkage) subtree:
   single-merge latency;
@@ -109,10 +111,19 @@ def dense(rng) -> AlignBatch:
     return AlignBatch(np.concatenate((wide, narrow)), off, n, MATRIX, gaps(int(n.sum())))
 
 
+def unequal(rng) -> AlignBatch:
+    """One merge of a wide dense profile with a narrow one (see the module docstring)."""
+    wide = dense_profile(rng, 64, 10000, 0.4)
+    narrow = dense_profile(rng, 32, 350, 0.5)
+    off = np.array([0, len(wide), len(wide) + len(narrow)])
+    n = np.array([64, 32], dtype=np.int64)
+    return AlignBatch(np.concatenate((wide, narrow)), off, n, MATRIX, gaps(int(n.sum())))
+
+
 def _wrap_kernels(gpu) -> dict[str, Timed]:
-    """Time every profile_align kernel the backend has (dp_fill may be one per columns-per-thread)."""
+    """Time every profile_align kernel the backend has (the fills, one dict, as one)."""
     timers = {}
-    for name in ("_column_setup", "_merge_info", "_cell_scores", "_dp_fill", "_traceback", "_build_parent"):
+    for name in ("_column_setup", "_merge_info", "_cell_scores", "_fills", "_traceback", "_build_parent"):
         fn = getattr(gpu, name, None)
         if fn is None:
             continue
@@ -130,10 +141,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--cases", default="seq,profile,root,dense,single,tiny", help="comma-separated cases to run")
+    ap.add_argument("--cases", default="seq,profile,root,dense,unequal,single,tiny", help="comma-separated cases to run")
     ap.add_argument("--root-width", type=int, default=3000, help="sequence length of the root case's profiles")
     ap.add_argument("--one-block", action="store_true", help="dp_fill for few-merge batches (no dp_pipe)")
     ap.add_argument("--pipe-threads", type=int, default=None, help="dp_pipe block size (columns per chunk)")
+    ap.add_argument("--wavefront", action="store_true", help="dp_pipe for few-merge batches, not dp_scan")
+    ap.add_argument("--scan", default=None, help="dp_scan THREADS,K (columns per chunk: their product)")
     args = ap.parse_args()
     import cupy as cp
 
@@ -144,10 +157,14 @@ def main() -> None:
         msa.backends.cuda.DP_PIPELINE = False
     if args.pipe_threads:
         msa.backends.cuda.DP_PIPE_THREADS = args.pipe_threads
+    if args.wavefront:
+        msa.backends.cuda.DP_SCAN = False
+    if args.scan:
+        msa.backends.cuda.SCAN_THREADS, msa.backends.cuda.SCAN_K = (int(v) for v in args.scan.split(","))
 
     gpu, cpu = CudaBackend(), CpuBackend()
     timers = _wrap_kernels(gpu)
-    timed = timers["_dp_fill"]
+    timed = timers["_fills"]
     rng = np.random.default_rng(1)
     cases = {
         "seq": replicated(rng, 8192, 1, 300, 64),
@@ -155,7 +172,8 @@ def main() -> None:
         "root": replicated(rng, 2, 16, args.root_width, 1),
         "single": single(rng, 300, 16, 1000),
         "tiny": replicated(rng, 1, 1, 8, 1),
-        "dense": dense(rng),  # last: the other cases keep their data
+        "dense": dense(rng),  # last but one: the other cases keep their data
+        "unequal": unequal(rng),
     }
     rows = []
     for name in args.cases.split(","):
@@ -180,7 +198,7 @@ def main() -> None:
             e2e = time.perf_counter() - t0
             spent = {name: timer.seconds() for name, timer in timers.items()}
             if e2e < best_e2e:
-                best_e2e, best_k, split = e2e, spent["_dp_fill"], spent
+                best_e2e, best_k, split = e2e, spent["_fills"], spent
         row = {
             "case": name, "merges": batch.n_merges, "cells": cells, "equal_to_cpu": same,
             "cpu_s": cpu_s, "gpu_s": best_e2e, "fill_s": best_k,

@@ -173,19 +173,22 @@ extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
 // of P2: it stages S2[j] in shared memory (slots only it reads, so no barrier) and writes
 // dp_path's substitution score of cell (i, j) for each row i of the band, coalesced along j:
 // r2[j] * gap1[i] + the sum over P1's nonzero residues z of mult[i, z] * S2[j][code[i, z]],
-// at I_SC + (i - 1) * w2 + j - 1. Integer sums: the same values as dp_chunk's residue loop.
+// at I_SC + (i - 1) * w2 + j - 1, or for dp_scan (frame) where W1 > W2 at I_SC + (j - 1) * w1 + i - 1
+// (a thread's band then fills CS_ROWS consecutive entries). Integer sums: the same values as
+// dp_chunk's residue loop.
 #define CS_THREADS 128
 #define CS_ROWS 32
 extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
     const long long* __restrict__ info, const long long* __restrict__ gapc, const long long* __restrict__ res,
     const long long* __restrict__ s2, const int* __restrict__ nnz, const unsigned char* __restrict__ codes,
-    const int* __restrict__ mult, long long* scores) {
+    const int* __restrict__ mult, long long* scores, long long frame) {
     __shared__ long long s2s[NRES * CS_THREADS];
     const int t = threadIdx.x;
     const long long* in = info + blockIdx.y * (long long)N_INFO;
     const long long off1 = in[I_OFF1], w1 = in[I_W1], off2 = in[I_OFF2], w2 = in[I_W2];
     const long long tx = (w2 + CS_THREADS - 1) / CS_THREADS, tiles = tx * ((w1 + CS_ROWS - 1) / CS_ROWS);
     long long* out = scores + in[I_SC];
+    const bool tr = frame != 0 && w1 > w2;  // dp_scan's transposed frame: row j of P2, column i of P1
     for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const long long j = (tile % tx) * CS_THREADS + t + 1;
         if (j > w2) continue;
@@ -200,7 +203,7 @@ extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
                 const long long mz = mult[ci * NRES + z];
                 sc += mz * s2s[codes[ci * NRES + z] * CS_THREADS + t];
             }
-            out[(i - 1) * w2 + j - 1] = sc;
+            out[tr ? (j - 1) * w1 + i - 1 : (i - 1) * w2 + j - 1] = sc;
         }
     }
 }
@@ -529,6 +532,280 @@ extern "C" __global__ void __launch_bounds__(512) dp_fill1(DP_FILL_PARAMS) { dp_
 extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, const long long* __restrict__ scores,
                                                            long long* sync, long long n_merges, long long n_tickets) {
     dp_pipe_k<1>(DP_FILL_ARGS, scores, sync, n_merges, n_tickets);
+}
+
+// dp_scan: the chunks of few merges on concurrent blocks, as dp_pipe, but a chunk takes one whole
+// row of its SCAN_THREADS * SCAN_K columns per step instead of one wavefront cell per thread:
+// a merge takes about min(W1, W2) + chunks * PUBLISH_ROWS row steps, not W1 + W2 wavefront steps
+// (at 10^5 sequences the one-merge levels near the root are ~350 x ~10^4).
+// Frame: the narrower profile's columns are the rows r (walked in order), the wider's the
+// columns c (spread over the block): P1 x P2 as dp_path when W1 <= W2, else transposed (tr).
+// dp_path is symmetric under the transpose (D stays D, H and V trade places, and so do the
+// roles of the column terms), except the tie of D's H and V candidates (H for seqseq, else V),
+// which tieH carries; directions are written back in P1 x P2 terms and layout.
+// Per row r, thread t (columns cb + 1 .. cb + SCAN_K, cb = c0 + t * SCAN_K):
+//  1. D and V of its columns, elementwise from row r - 1 (the column left of its first one
+//     comes from thread t - 1, or for t = 0 from the chunk to the left / dp_path's border);
+//  2. H(r, c) = max(b_c, H(r, c - 1) + a_c), a_c the extension, b_c the best of opening from D or
+//     switching from V (both of row r, known after 1): a max-plus linear recurrence along the
+//     row, whose prefix over the block is a scan of (a, b) pairs (warp shuffles, then the warps'
+//     totals through shared memory), started from H(r, c0) of the chunk to the left;
+//  3. H and the directions of its columns in order from that prefix, with dp_path's formulas.
+// The values are exact integers, so the scan's order of additions gives dp_path's values.
+// Two barriers a row; the chunk's last column of each row goes to the chunk on its right
+// through the boundary rows and counters of dp_pipe (the same tickets, so no deadlock).
+// Cell scores come from cell_scores, written in this frame (frame = 1 there).
+#ifndef SCAN_THREADS  // the loader passes msa.backends.cuda's SCAN_THREADS and SCAN_K
+#define SCAN_THREADS 128
+#endif
+#ifndef SCAN_K
+#define SCAN_K 4
+#endif
+#define SCAN_WARPS (SCAN_THREADS / 32)
+static_assert(SCAN_K == 4, "transposed directions are stored as one 32-bit word per thread and row");
+// The scan's identity: below every real candidate, and no sum with it overflows.
+#define SCAN_NONE (-(1LL << 62) - (1LL << 61))
+
+// (a, b) then (a2, b2): H -> max(b2, max(b, H + a) + a2).
+__device__ __forceinline__ void mp_then(long long& a, long long& b, long long a2, long long b2) {
+    b = mx(b + a2, b2);
+    a += a2;
+}
+
+__device__ __forceinline__ int hv_swap(int s) { return s == S_D ? S_D : 3 - s; }
+
+__device__ __forceinline__ void scan_chunk(
+    const long long* __restrict__ in, long long q, long long c0, const long long* __restrict__ g,
+    const long long* __restrict__ res, const long long* __restrict__ start, const long long* __restrict__ cont,
+    const long long* __restrict__ retype, const long long* __restrict__ scores,
+    const long long* inD, const long long* inH, const long long* inV, long long* outD, long long* outH,
+    long long* outV, const long long* ready, long long* done, unsigned long long* dirs, long long* final3) {
+    __shared__ long long scratch[SCAN_WARPS];
+    __shared__ long long xD[2][SCAN_WARPS], xV[2][SCAN_WARPS], tA[2][SCAN_WARPS], tB[2][SCAN_WARPS], xH[2];
+    const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
+    const long long w1 = in[I_W1], w2 = in[I_W2];
+    const bool tr = w1 > w2;
+    const long long nr = tr ? w2 : w1, nc = tr ? w1 : w2;
+    const long long offR = tr ? in[I_OFF2] : in[I_OFF1], offC = tr ? in[I_OFF1] : in[I_OFF2];
+    const long long nR = tr ? in[I_N2] : in[I_N1], nC = tr ? in[I_N1] : in[I_N2];
+    const bool seqseq = in[I_SEQSEQ] != 0, three = !seqseq, tieH = seqseq != tr;
+    const long long tgo = g[2], tge = g[3];
+    const long long RB = (w1 + 7) & ~7LL;  // direction bytes per column of P2
+    unsigned char* dbytes = reinterpret_cast<unsigned char*>(dirs) + in[I_DIR];
+    const long long cb = c0 + (long long)t * SCAN_K;
+    const int nk = cb >= nc ? 0 : (nc - cb < SCAN_K ? (int)(nc - cb) : SCAN_K);
+    const bool last_chunk = c0 + SCAN_THREADS * SCAN_K >= nc;
+    const long long* cs = scores + in[I_SC] + cb;  // row r: cs + (r - 1) * nc
+
+    // Row 0 (dp_path's H prefix sum nR * rC * (tgo for the first column, else tge)), from two scans.
+    long long rC[SCAN_K], stC[SCAN_K], ctC[SCAN_K], rtC[SCAN_K], term[SCAN_K];
+    long long before = 0, own = 0;
+    for (long long c = t + 1; c <= c0; c += SCAN_THREADS) before += nR * res[offC + c - 1] * (c == 1 ? tgo : tge);
+#pragma unroll
+    for (int k = 0; k < SCAN_K; ++k) {
+        rC[k] = stC[k] = ctC[k] = rtC[k] = term[k] = 0;
+        if (k < nk) {
+            const long long cc = offC + cb + k;
+            rC[k] = res[cc]; stC[k] = start[cc]; ctC[k] = cont[cc]; rtC[k] = retype[cc];
+            term[k] = nR * rC[k] * (cb + k == 0 ? tgo : tge);
+            own += term[k];
+        }
+    }
+    long long h, unused;
+    block_scan(before, scratch, h);              // H(0, c0)
+    h += block_scan(own, scratch, unused) - own;   // H(0, cb)
+    long long uD[SCAN_K], uH[SCAN_K], uV[SCAN_K];  // own columns, row r - 1
+    long long gD = NEG_INF, gH = NEG_INF, gV = NEG_INF;  // column cb, row r - 1
+    if (cb == 0) gD = 0; else gH = h;
+#pragma unroll
+    for (int k = 0; k < SCAN_K; ++k) {
+        h += term[k];
+        uD[k] = NEG_INF; uV[k] = NEG_INF;
+        uH[k] = cb + k + 1 == nc ? NEG_INF : h;
+    }
+    unsigned long long pack[SCAN_K];
+#pragma unroll
+    for (int k = 0; k < SCAN_K; ++k) pack[k] = 0;
+
+    // Row terms and cell scores loaded ahead: row terms one row, scores two rows.
+    long long n_rR = res[offR], n_stR = start[offR], n_ctR = cont[offR], n_rtR = retype[offR];
+    long long n_sc[SCAN_K], nn_sc[SCAN_K];
+#pragma unroll
+    for (int k = 0; k < SCAN_K; ++k) {
+        n_sc[k] = k < nk ? cs[k] : 0;
+        nn_sc[k] = k < nk && nr > 1 ? cs[nc + k] : 0;
+    }
+    // Thread 0, c0 > 0: the left chunk's last column, row r (acquired, and one row ahead when known written).
+    long long seen = 0, pD = NEG_INF, pH = NEG_INF, pV = NEG_INF;
+    bool ahead = false;
+    for (long long r = 1; r <= nr; ++r) {
+        const int par = (int)(r & 1);
+        const long long rR = n_rR, stR = n_stR, ctR = n_ctR, rtR = n_rtR;
+        if (r < nr) {
+            const long long cr = offR + r;
+            n_rR = res[cr]; n_stR = start[cr]; n_ctR = cont[cr]; n_rtR = retype[cr];
+        }
+        long long sc[SCAN_K];
+#pragma unroll
+        for (int k = 0; k < SCAN_K; ++k) {
+            sc[k] = n_sc[k];
+            n_sc[k] = nn_sc[k];
+            if (k < nk && r + 2 <= nr) nn_sc[k] = cs[(r + 1) * nc + k];
+        }
+        // 1. D and V of row r.
+        long long nD[SCAN_K], nV[SCAN_K], nH[SCAN_K];
+        int dd[SCAN_K], vd[SCAN_K];
+#pragma unroll
+        for (int k = 0; k < SCAN_K; ++k) {
+            nD[k] = NEG_INF; nV[k] = NEG_INF; dd[k] = S_D; vd[k] = S_D;
+            if (k < nk) {
+                const long long c = cb + k + 1;
+                const bool use3 = three && r > 1 && c > 1;
+                const long long aD = k == 0 ? gD : uD[k - 1], aH = k == 0 ? gH : uH[k - 1], aV = k == 0 ? gV : uV[k - 1];
+                long long td = aD, th = aH + rC[k] * rtR, tv = aV + rR * rtC[k];
+                nD[k] = mx(td, mx(th, tv)) + sc[k];
+                dd[k] = (td > th && td > tv) ? S_D : ((th > tv || (tieH && th == tv)) ? S_H : S_V);
+                const long long corr = rR * stC[k];
+                td = uD[k] + corr;
+                tv = uV[k] + rR * ctC[k];
+                th = use3 ? uH[k] + corr : EXCLUDED;
+                nV[k] = mx(td, mx(th, tv));
+                vd[k] = (td > th && td > tv) ? S_D : (th > tv ? S_H : S_V);
+            }
+        }
+        // Column cb of row r: D and V from thread t - 1 (H comes from the scan).
+        long long eD = __shfl_up_sync(0xffffffffu, nD[SCAN_K - 1], 1);
+        long long eV = __shfl_up_sync(0xffffffffu, nV[SCAN_K - 1], 1);
+        if (lane == 31) { xD[par][wid] = nD[SCAN_K - 1]; xV[par][wid] = nV[SCAN_K - 1]; }
+        if (t == 0) {
+            long long eH;
+            if (c0 == 0) {  // column 0, dp_path's border (gD, gV: row r - 1's)
+                eD = NEG_INF;
+                eH = NEG_INF;
+                eV = r < nr ? mx(gD, gV) + nC * rR * (r == 1 ? tgo : tge) : NEG_INF;
+            } else {
+                if (!ahead) {
+                    if (seen < r) {
+                        do seen = load_acquire(ready); while (seen < r);
+                    }
+                    pD = __ldcg(inD + r); pH = __ldcg(inH + r); pV = __ldcg(inV + r);
+                }
+                eD = pD; eH = pH; eV = pV;
+                ahead = r < nr && seen > r;
+                if (ahead) { pD = __ldcg(inD + r + 1); pH = __ldcg(inH + r + 1); pV = __ldcg(inV + r + 1); }
+            }
+            xH[par] = eH;
+        }
+        __syncthreads();
+        if (lane == 0 && wid > 0) { eD = xD[par][wid - 1]; eV = xV[par][wid - 1]; }
+        // 2. The scan of (a, b) over the row.
+        long long a[SCAN_K], bb[SCAN_K];
+        long long A = 0, B = SCAN_NONE;
+#pragma unroll
+        for (int k = 0; k < SCAN_K; ++k) {
+            a[k] = 0; bb[k] = SCAN_NONE;
+            if (k < nk) {
+                const long long c = cb + k + 1;
+                const bool use3 = three && r > 1 && c > 1;
+                const long long lD = k == 0 ? eD : nD[k - 1], lV = k == 0 ? eV : nV[k - 1];
+                const long long corr = rC[k] * stR;
+                a[k] = rC[k] * ctR;
+                bb[k] = mx(lD + corr, use3 ? lV + corr : EXCLUDED);
+                mp_then(A, B, a[k], bb[k]);
+            }
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const long long a2 = __shfl_up_sync(0xffffffffu, A, d), b2 = __shfl_up_sync(0xffffffffu, B, d);
+            if (lane >= d) {  // (a2, b2) comes first
+                long long pa = a2, pb = b2;
+                mp_then(pa, pb, A, B);
+                A = pa; B = pb;
+            }
+        }
+        long long eA = __shfl_up_sync(0xffffffffu, A, 1), eB = __shfl_up_sync(0xffffffffu, B, 1);
+        if (lane == 0) { eA = 0; eB = SCAN_NONE; }
+        if (lane == 31) { tA[par][wid] = A; tB[par][wid] = B; }
+        __syncthreads();
+        long long hin = xH[par];  // H(r, c0), then through the warps before this one, then this warp's lanes
+        for (int w = 0; w < wid; ++w) hin = mx(tB[par][w], hin + tA[par][w]);
+        hin = mx(eB, hin + eA);
+        // 3. H and the directions of row r, in dp_path's order.
+        long long lH = hin;
+        const int sh8 = (int)((r - 1) & 7);
+        unsigned int four = 0;
+#pragma unroll
+        for (int k = 0; k < SCAN_K; ++k) {
+            if (k < nk) {
+                const long long c = cb + k + 1;
+                const bool use3 = three && r > 1 && c > 1;
+                const long long lD = k == 0 ? eD : nD[k - 1], lV = k == 0 ? eV : nV[k - 1];
+                const long long corr = rC[k] * stR;
+                const long long td = lD + corr, th = lH + a[k], tv = use3 ? lV + corr : EXCLUDED;
+                nH[k] = mx(td, mx(th, tv));
+                const int hd = (td > th && td > tv) ? S_D : (tv > th ? S_V : S_H);
+                lH = nH[k];
+                if (!tr) {
+                    pack[k] |= (unsigned long long)(dd[k] | (hd << 2) | (vd[k] << 4)) << (8 * sh8);
+                    if (sh8 == 7 || r == nr) {
+                        reinterpret_cast<unsigned long long*>(dbytes)[((c - 1) * RB + (r - 1 - sh8)) / 8] = pack[k];
+                        pack[k] = 0;
+                    }
+                } else {
+                    four |= (unsigned int)(hv_swap(dd[k]) | (hv_swap(vd[k]) << 2) | (hv_swap(hd) << 4)) << (8 * k);
+                }
+                if (c == nc && r == nr) {
+                    final3[3 * q] = nD[k];
+                    final3[3 * q + 1] = tr ? nV[k] : nH[k];
+                    final3[3 * q + 2] = tr ? nH[k] : nV[k];
+                }
+            } else {
+                nH[k] = NEG_INF;
+            }
+        }
+        if (tr && nk > 0)  // P1 x P2 layout: row r is column j = r of P2, these columns rows cb + 1.. of P1
+            *reinterpret_cast<unsigned int*>(dbytes + (r - 1) * RB + cb) = four;
+        if (t == SCAN_THREADS - 1 && !last_chunk) {
+            outD[r] = nD[SCAN_K - 1]; outH[r] = nH[SCAN_K - 1]; outV[r] = nV[SCAN_K - 1];
+            if (r % PUBLISH_ROWS == 0 || r == nr) store_release(done, r);
+        }
+        gD = eD; gH = hin; gV = eV;
+#pragma unroll
+        for (int k = 0; k < SCAN_K; ++k) { uD[k] = nD[k]; uH[k] = nH[k]; uV[k] = nV[k]; }
+    }
+}
+
+// The chunks of merges on concurrent blocks, by tickets as dp_pipe (I_TICK: a merge's first;
+// chunks of SCAN_THREADS * SCAN_K columns of the wider profile, boundary rows at I_ROWS).
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) dp_scan(
+    const long long* __restrict__ info, const long long* __restrict__ g, const long long* __restrict__ res,
+    const long long* __restrict__ start, const long long* __restrict__ cont, const long long* __restrict__ retype,
+    const long long* __restrict__ scores, long long* rowD, long long* rowH, long long* rowV,
+    unsigned long long* dirs, long long* final3, long long* sync, long long n_merges, long long n_tickets) {
+    __shared__ long long job[2];
+    const long long span = SCAN_THREADS * SCAN_K;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            const long long k = (long long)atomicAdd((unsigned long long*)sync, 1ULL);
+            long long lo = 0, hi = n_merges;
+            while (hi - lo > 1) {
+                const long long mid = (lo + hi) >> 1;
+                if (info[mid * N_INFO + I_TICK] <= k) lo = mid; else hi = mid;
+            }
+            job[0] = k;
+            job[1] = lo;
+        }
+        __syncthreads();
+        const long long k = job[0], q = job[1];
+        __syncthreads();
+        if (k >= n_tickets) return;
+        const long long* in = info + q * N_INFO;
+        const long long b = k - in[I_TICK];
+        const long long nr = in[I_W1] < in[I_W2] ? in[I_W1] : in[I_W2], stride = nr + 1;
+        const long long left = b > 0 ? in[I_ROWS] + (b - 1) * stride : 0, right = in[I_ROWS] + b * stride;
+        scan_chunk(in, q, b * span, g, res, start, cont, retype, scores, rowD + left, rowH + left, rowV + left,
+                   rowD + right, rowH + right, rowV + right, sync + k, sync + 1 + k, dirs, final3);
+    }
 }
 
 // One warp per merge (TB_WARPS per block): dp_path's traceback (path written last step first).

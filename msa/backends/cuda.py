@@ -49,6 +49,19 @@ DP_PIPELINE = True
 #: dp_pipe block size (columns per chunk): fewer threads per block make a wavefront step
 #: cheaper, more chunks spread a merge over more SMs (benchmarks/NOTES.md).
 DP_PIPE_THREADS = 128
+#: Pipelined batches run dp_scan (a chunk takes a row at a time, the horizontal gap state by a
+#: block scan: ~min(W1, W2) row steps) rather than dp_pipe (a wavefront, ~W1 + W2 steps);
+#: False measures dp_pipe (benchmarks/NOTES.md). Tests run both.
+DP_SCAN = True
+#: dp_scan's block (SCAN_THREADS) and columns per thread (SCAN_K, 4 only), compiled into the kernel.
+SCAN_THREADS = 128
+SCAN_K = 4
+#: A dp_scan row costs about this many dp_pipe wavefront steps (H200: ~1.8-2.1 us against
+#: ~0.7-0.75 us, benchmarks/NOTES.md), so a piece runs dp_scan only where its longest merge
+#: takes fewer: min(W1, W2) + PUBLISH_ROWS * chunks rows against W1 + W2 steps.
+SCAN_ROW_STEPS = 2.5
+#: Rows a pipelined chunk publishes at a time (kernels/profile_align.cu's PUBLISH_ROWS).
+PUBLISH_ROWS = 8
 #: Block sizes of merge_info, traceback (warps per block) and build_parent (kernels/profile_align.cu).
 MI_THREADS = 128
 TB_WARPS = 4
@@ -63,6 +76,8 @@ SCORE_BYTES = 8
 #: kernels/segments.cu: elements a block copies, threads a block (its CHUNK and THREADS).
 SEG_CHUNK = 4096
 SEG_THREADS = 256
+#: The DP fill kernels _merge_records chooses from.
+FILLS = ("fill", "pipe", "scan")
 #: int64 fields of a merge record (kernels/profile_align.cu, I_*).
 N_INFO = 12
 #: Device bytes per input column of a piece (counts, column terms, map).
@@ -158,16 +173,14 @@ class CudaBackend:
         segments = kernels.load("segments", (), device)
         self._gather_profiles = segments.get_function("gather_profiles")
         self._place_segments = segments.get_function("place_segments")
-        align = kernels.load("profile_align", (), device)
+        align = kernels.load("profile_align", (("SCAN_THREADS", SCAN_THREADS), ("SCAN_K", SCAN_K)), device)
         self._column_setup = align.get_function("column_setup")
         self._merge_info = align.get_function("merge_info")
-        # (K, pipelined) -> dp_fill<K> (one block per merge) or dp_pipe<K> (blocks per chunk).
-        self._dp_fill = {
-            (k, pipe): align.get_function(f"dp_{'pipe' if pipe else 'fill'}{k}")
-            for k in DP_ALLOWED_THREADS for pipe in (False, True)
-        }
-        for (k, pipe), fn in self._dp_fill.items():
-            fn.max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[k], k, pipe)
+        # The fills by _merge_records' choice: dp_fill1 (one block per merge), dp_pipe1 and
+        # dp_scan (a merge's chunks on concurrent blocks).
+        self._fills = {kind: align.get_function(f"dp_{kind}{'' if kind == 'scan' else 1}") for kind in FILLS}
+        for kind in ("fill", "pipe"):
+            self._fills[kind].max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[1], 1, kind == "pipe")
         self._cell_scores = align.get_function("cell_scores")
         self._traceback = align.get_function("traceback")
         self._build_parent = align.get_function("build_parent")
@@ -283,7 +296,7 @@ class CudaBackend:
         col_off = np.ascontiguousarray(off[2 * lo : 2 * hi + 1] - a, dtype=np.int64)
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
         counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
-        info, t, k, pipe, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline)
+        info, t, k, fill, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline)
         meta = cp.asarray(np.concatenate((col_off, n_seqs, consts, info.ravel())))
         d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
         d_m, d_g = meta[4 * n + 1 : 4 * n + 1 + N_CODES * N_CODES], meta[4 * n + 1 + N_CODES * N_CODES :][:4]
@@ -304,19 +317,23 @@ class CudaBackend:
         dirs = cp.empty(max(sizes["dirs"] // 8, 1), dtype=cp.uint64)
         final3 = cp.empty(3 * n, dtype=cp.int64)
         args = (d_info, d_g, *terms, s2, nnz, codes, mult, *rows, dirs, final3)
-        if pipe:
+        if fill == "fill":
+            self._fills["fill"]((n,), (t,), args, shared_mem=_dp_shared(t, k, False))
+        else:
             scores = cp.empty(max(sizes["scores"], 1), dtype=cp.int64)
             grid = min(sizes["score_tiles"], -(-CS_BLOCKS_PER_SM * self.n_sm // n))
-            self._cell_scores((grid, n), (CS_THREADS,), (d_info, terms[0], terms[1], s2, nnz, codes, mult, scores))
+            self._cell_scores(
+                (grid, n), (CS_THREADS,),
+                (d_info, terms[0], terms[1], s2, nnz, codes, mult, scores, np.int64(fill == "scan")),
+            )
             tickets = sizes["tickets"]
             sync = cp.zeros(1 + tickets, dtype=cp.int64)  # ticket counter, then rows done per ticket
-            self._dp_fill[k, True](
-                (min(tickets, self.n_sm),), (t,), (*args, scores, sync, np.int64(n), np.int64(tickets)),
-                shared_mem=_dp_shared(t, k, True),
-            )
+            grid, ticket_args = (min(tickets, self.n_sm),), (sync, np.int64(n), np.int64(tickets))
+            if fill == "scan":
+                self._fills["scan"](grid, (t,), (d_info, d_g, *terms[1:], scores, *rows, dirs, final3, *ticket_args))
+            else:
+                self._fills["pipe"](grid, (t,), (*args, scores, *ticket_args), shared_mem=_dp_shared(t, k, True))
             del scores
-        else:
-            self._dp_fill[k, False]((n,), (t,), args, shared_mem=_dp_shared(t, k, False))
         del s2, codes, mult, rows, terms, nzc
         paths = cp.empty(max(n_cols, 1), dtype=cp.uint8)
         lengths = cp.empty(n, dtype=cp.int64)
@@ -857,7 +874,7 @@ def _merge_records(
     col_off: np.ndarray, few: bool, pipeline: bool
 ) -> tuple[np.ndarray, int, int, bool, dict[str, int]]:
     """Per-merge records for the DP kernels (scratch offsets; merge_info fills in the roles),
-    the fill's block size, columns per thread (K) and whether it is dp_pipe, and the scratch
+    the fill's block size, columns per thread (K) and kind (FILLS), and the scratch
     sizes (``tickets``: dp_pipe's (merge, chunk) tickets; ``scores``: its cells, I_SC;
     ``score_tiles``: the most cell_scores tiles of a merge, for either role).
 
@@ -865,9 +882,10 @@ def _merge_records(
     either choice: direction bytes for the larger of W2 * roundup8(W1), boundary rows
     and chunks for the wider profile. dp_fill hands a merge's chunk boundaries on in one
     row buffer; dp_pipe, whose chunks run at once, needs one per boundary (chunks - 1).
-    dp_pipe is used for pieces with fewer merges than SMs (``few``) where some merge spans
-    more than one chunk, if ``pipeline`` (the piece cost counted the cell scores); its tickets
-    run merge-major, chunk-ascending (I_TICK: first ticket).
+    Pieces with fewer merges than SMs (``few``) run dp_scan where it takes fewer wavefront-step
+    equivalents (SCAN_ROW_STEPS), else dp_pipe where some merge spans more than one chunk, if
+    ``pipeline`` (the piece cost counted the cell scores); their tickets run merge-major,
+    chunk-ascending (I_TICK: first ticket).
     """
     w = np.diff(col_off)
     wa, wb = w[0::2], w[1::2]
@@ -875,11 +893,16 @@ def _merge_records(
     widest = int(wide.max())
     threads, k = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32)), 1
     chunks = -(-wide // (threads * k))
-    pipe = bool(few and pipeline and DP_PIPELINE and chunks.max() > 1)
-    if pipe:
-        threads = DP_PIPE_THREADS
+    fill = "fill"
+    if few and pipeline and DP_PIPELINE:
+        scan_chunks = -(-wide // (SCAN_THREADS * SCAN_K))
+        scan_rows = (np.minimum(wa, wb) + PUBLISH_ROWS * scan_chunks).max()
+        if DP_SCAN and SCAN_ROW_STEPS * scan_rows < (wa + wb).max():
+            fill, threads, k = "scan", SCAN_THREADS, SCAN_K
+        elif chunks.max() > 1:
+            fill, threads = "pipe", DP_PIPE_THREADS
         chunks = -(-wide // (threads * k))
-    slices = np.maximum(chunks - 1, 1) if pipe else np.ones_like(wide)
+    slices = np.ones_like(wide) if fill == "fill" else np.maximum(chunks - 1, 1)
     info = np.zeros((len(wa), N_INFO), dtype=np.int64)
     dirs = np.maximum(wb * ((wa + 7) // 8 * 8), wa * ((wb + 7) // 8 * 8))
     sizes = {}
@@ -893,7 +916,7 @@ def _merge_records(
         sizes[name] = int(ends[-1])
     tiles = np.maximum((-(-wb // CS_THREADS)) * (-(-wa // CS_ROWS)), (-(-wa // CS_THREADS)) * (-(-wb // CS_ROWS)))
     sizes["score_tiles"] = int(tiles.max())
-    return info, threads, k, pipe, sizes
+    return info, threads, k, fill, sizes
 
 
 def _sequences_on_device(

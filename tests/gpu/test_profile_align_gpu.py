@@ -1,8 +1,9 @@
 """The GPU profile-profile DP against its CPU oracle: equal column maps and parent counts,
 on fresh random sequence and profile pairs of many shapes, in one batch and split in pieces,
 with narrow and wide dp_fill blocks, one block per merge (dp_fill) and chunks of a merge on
-concurrent blocks (dp_pipe, its cell scores from cell_scores, also checked against NumPy);
-and the device-resident progressive driver against the CPU's."""
+concurrent blocks (dp_scan, row by row in either frame, and dp_pipe, a wavefront; their cell
+scores from cell_scores, also checked against NumPy); and the device-resident progressive
+driver against the CPU's."""
 from __future__ import annotations
 
 import functools
@@ -158,9 +159,28 @@ def test_pieces(cuda_backend, monkeypatch):
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
 
 
+@pytest.fixture(params=["scan", "pipe"])
+def pipe_kind(request, monkeypatch) -> str:
+    """The pipelined fill under test: dp_scan (for every shape) or dp_pipe."""
+    monkeypatch.setattr("msa.backends.cuda.DP_SCAN", request.param == "scan")
+    monkeypatch.setattr("msa.backends.cuda.SCAN_ROW_STEPS", 0.0)
+    return request.param
+
+
+def test_scan_or_wavefront() -> None:
+    """dp_scan for merges much narrower one way (rows), dp_pipe for square ones near the root."""
+    from msa.backends.cuda import _merge_records
+
+    def kind(*widths: int) -> str:
+        return _merge_records(np.concatenate(([0], np.cumsum(widths))), few=True, pipeline=True)[3]
+
+    assert kind(350, 10000) == "scan" and kind(10000, 350) == "scan" and kind(300, 1800) == "scan"
+    assert kind(5700, 5700) == "pipe" and kind(5700, 5700, 300, 1800) == "pipe"
+
+
 @pytest.mark.parametrize("pipeline", [False, True])
 @pytest.mark.parametrize("few_threads", [32, 64])
-def test_narrow_blocks(cuda_backend, monkeypatch, few_threads, pipeline):
+def test_narrow_blocks(cuda_backend, monkeypatch, few_threads, pipeline, pipe_kind):
     """Narrow blocks force many chunks per merge (the last column carried in global memory):
     one after another in dp_fill, or on concurrent dp_pipe blocks (more tickets than SMs here,
     so blocks draw several)."""
@@ -171,22 +191,22 @@ def test_narrow_blocks(cuda_backend, monkeypatch, few_threads, pipeline):
     rng = np.random.default_rng(21 + few_threads)
     batch = batch_of(rng, SHAPES + [(1, 300, 16, 1000), (3, 517, 1, 290)])
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
-    assert fills == Counter({pipeline: 1})
+    assert fills == Counter({pipe_kind if pipeline else "fill": 1})
 
 
 def count_fills(monkeypatch, backend) -> Counter:
-    """Launches of the fill kernels from now on, by pipelined (dp_pipe) or not (dp_fill)."""
+    """Launches of the fill kernels from now on, by kind (fill, pipe, scan)."""
     fills: Counter = Counter()
 
     def counted(key, fn):
         def launch(*args, **kwargs):
-            fills[key[1]] += 1
+            fills[key] += 1
             return fn(*args, **kwargs)
 
         return launch
 
-    for key, fn in list(backend._dp_fill.items()):
-        monkeypatch.setitem(backend._dp_fill, key, counted(key, fn))
+    for key, fn in list(backend._fills.items()):
+        monkeypatch.setitem(backend._fills, key, counted(key, fn))
     return fills
 
 
@@ -231,32 +251,32 @@ def pipe_batch(merges: list[int]) -> AlignBatch:
 
 
 @pytest.mark.parametrize("q", range(len(PIPE_SHAPES)))
-def test_pipeline_alone(cuda_backend, monkeypatch, q):
+def test_pipeline_alone(cuda_backend, monkeypatch, q, pipe_kind):
     """One merge, its chunks of 512 columns on concurrent blocks."""
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch([q])
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
-    assert fills == Counter({True: 1})
+    assert fills == Counter({pipe_kind: 1})
 
 
 @pytest.mark.parametrize("pipe_threads", [128, 256, 512])
-def test_pipeline_batch(cuda_backend, monkeypatch, pipe_threads):
+def test_pipeline_batch(cuda_backend, monkeypatch, pipe_threads, pipe_kind):
     """Every PIPE_SHAPES merge in one launch (tickets of several merges, merge-major), at
     each dp_pipe block size."""
     monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", pipe_threads)
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch(list(range(len(PIPE_SHAPES))))
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
-    assert fills == Counter({True: 1})
+    assert fills == Counter({pipe_kind: 1})
 
 
-def test_pipeline_pieces(cuda_backend, monkeypatch):
-    """A budget of about one merge per piece: each piece its own dp_pipe launch."""
+def test_pipeline_pieces(cuda_backend, monkeypatch, pipe_kind):
+    """A budget of about one merge per piece: each piece its own dp_pipe / dp_scan launch."""
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch([0, 4, 5, 7])
     monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
-    assert fills == Counter({True: 4})
+    assert fills == Counter({pipe_kind: 4})
 
 
 def test_cell_scores_out_of_memory_falls_back(cuda_backend, monkeypatch):
@@ -271,11 +291,11 @@ def test_cell_scores_out_of_memory_falls_back(cuda_backend, monkeypatch):
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch([0, 4, 5])
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
-    assert fills[False] == 3
+    assert fills["fill"] == 3
 
 
 @pytest.mark.parametrize("n_sm", [2, 3])
-def test_pipeline_small_grid(cuda_backend, monkeypatch, n_sm):
+def test_pipeline_small_grid(cuda_backend, monkeypatch, n_sm, pipe_kind):
     """A grid of n_sm blocks for ~20 chunks a merge: every block draws many tickets, and a
     chunk's left neighbour may have been done by the same block."""
     monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", 32)
@@ -286,7 +306,7 @@ def test_pipeline_small_grid(cuda_backend, monkeypatch, n_sm):
     shapes = [(1, 300, 1, 700), (3, 200, 1, 650)][: n_sm - 1]
     batch = batch_of(rng, shapes)
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
-    assert fills == Counter({True: 1})
+    assert fills == Counter({pipe_kind: 1})
 
 
 def test_pipeline_only_if_counted(cuda_backend, monkeypatch):
@@ -297,7 +317,7 @@ def test_pipeline_only_if_counted(cuda_backend, monkeypatch):
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch([0, 4, 5, 7])
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
-    assert fills == Counter({False: 4})
+    assert fills == Counter({"fill": 4})
 
 
 def capture_scores(monkeypatch, backend) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -309,16 +329,16 @@ def capture_scores(monkeypatch, backend) -> list[tuple[np.ndarray, np.ndarray]]:
 
     def launch(grid, block, args, **kwargs):
         fn(grid, block, args, **kwargs)
-        seen.append((args[0].get().reshape(-1, N_INFO), args[-1].get()))
+        seen.append((args[0].get().reshape(-1, N_INFO), args[-2].get()))  # args[-1]: the frame flag
 
     monkeypatch.setattr(backend, "_cell_scores", launch)
     return seen
 
 
-def assert_scores(batch: AlignBatch, records: np.ndarray, scores: np.ndarray) -> None:
-    """Each merge's cell scores are dp_path's, row-major from I_SC: S2[j][a] is P2's gap cost
-    plus its counts times the matrix, so sc(i, j) = r2[j] gap1[i] + r1[i] gap2[j] + c1[i] M c2[j]
-    (one piece: column offsets are the batch's)."""
+def assert_scores(batch: AlignBatch, records: np.ndarray, scores: np.ndarray, kind: str) -> None:
+    """Each merge's cell scores are dp_path's, row-major from I_SC (for dp_scan with W1 > W2,
+    column-major: its frame): S2[j][a] is P2's gap cost plus its counts times the matrix, so
+    sc(i, j) = r2[j] gap1[i] + r1[i] gap2[j] + c1[i] M c2[j] (one piece: column offsets are the batch's)."""
     from msa.backends.cuda import N_INFO
 
     assert len(records) == batch.n_merges and N_INFO == 12
@@ -331,17 +351,19 @@ def assert_scores(batch: AlignBatch, records: np.ndarray, scores: np.ndarray) ->
     for off1, w1, _, off2, w2, _, _, _, _, _, _, at in records:
         p1, p2 = slice(off1, off1 + w1), slice(off2, off2 + w2)
         want = np.outer(gap[p1], r[p2]) + np.outer(r[p1], gap[p2]) + res[p1] @ (res[p2] @ m).T
+        if kind == "scan" and w1 > w2:
+            want = want.T
         np.testing.assert_array_equal(scores[at : at + w1 * w2], want.ravel())
 
 
-def test_cell_scores(cuda_backend, monkeypatch):
+def test_cell_scores(cuda_backend, monkeypatch, pipe_kind):
     """cell_scores against NumPy, with few blocks per merge (each strides over many tiles)."""
     monkeypatch.setattr(cuda_backend, "n_sm", 3)
     seen = capture_scores(monkeypatch, cuda_backend)
     batch = pipe_batch([5, 6])
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
     assert len(seen) == 1
-    assert_scores(batch, *seen[0])
+    assert_scores(batch, *seen[0], pipe_kind)
 
 
 @functools.cache
@@ -353,7 +375,7 @@ def dense_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("pipe_threads", [128, 512])
-def test_pipeline_dense(cuda_backend, monkeypatch, pipe_threads):
+def test_pipeline_dense(cuda_backend, monkeypatch, pipe_threads, pipe_kind):
     """Many residue types per column of P1 (the substitution sums cell_scores takes off the
     wavefront), very unequal widths: P1 ~2000 x P2 ~100 (one chunk) and P1 ~100 x P2 ~2000."""
     monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", pipe_threads)
@@ -365,14 +387,14 @@ def test_pipeline_dense(cuda_backend, monkeypatch, pipe_threads):
     for p1 in (wide, sparser):
         assert (p1[:, :GO] > 0).sum(axis=1).mean() > 9  # residue types per column of P1
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
-    assert fills == Counter({True: 1})
+    assert fills == Counter({pipe_kind: 1})
     assert len(seen) == 1
-    assert_scores(batch, *seen[0])
+    assert_scores(batch, *seen[0], pipe_kind)
 
 
 @pytest.mark.parametrize("few_threads", [32, 512])
 @pytest.mark.parametrize("few", [False, True])
-def test_boundary_bytes(monkeypatch, few_threads, few):
+def test_boundary_bytes(monkeypatch, few_threads, few, pipe_kind):
     """The piece cost counts every boundary row buffer and progress counter _merge_records sizes."""
     from msa.backends.cuda import ROW_BYTES, _boundary_bytes, _merge_records
 
@@ -382,8 +404,8 @@ def test_boundary_bytes(monkeypatch, few_threads, few):
     for _ in range(20):
         w = rng.integers(1, 3000, 2 * int(rng.integers(1, 6)))
         col_off = np.concatenate(([0], np.cumsum(w)))
-        _, _, _, pipe, sizes = _merge_records(col_off, few, pipeline=True)
-        used = ROW_BYTES * sizes["rows"] + (8 * sizes["tickets"] if pipe else 0)
+        _, _, _, fill, sizes = _merge_records(col_off, few, pipeline=True)
+        used = ROW_BYTES * sizes["rows"] + (8 * sizes["tickets"] if fill != "fill" else 0)
         assert used <= _boundary_bytes(w[0::2], w[1::2]).sum()
 
 
@@ -407,7 +429,7 @@ def test_device_batch(cuda_backend):
 
 @pytest.mark.parametrize("few_threads", [512, 32])
 @pytest.mark.parametrize("shape", ["caterpillar", "balanced"])
-def test_progressive_on_device(cuda_backend, monkeypatch, shape, few_threads):
+def test_progressive_on_device(cuda_backend, monkeypatch, shape, few_threads, pipe_kind):
     """The one progressive driver: device-resident on CUDA, the same columns as on the CPU
     (with 32-column chunks, the levels of fewer merges than SMs run dp_pipe)."""
     monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
