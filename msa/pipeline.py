@@ -43,6 +43,15 @@ class AlignedRows:
         db = self.distinct
         place_residues(flat, line, width, self._ids(lo, hi), db.offsets, self.columns, db.residues, clear)
 
+    def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
+             template: np.ndarray, width: int) -> None:
+        """Write every record whole into ``out`` (a mapped output file; see msa.rows.fill_records)."""
+        from msa.rows import fill_records
+
+        db = self.distinct
+        ids = self._ids(0, len(self.names))
+        fill_records(out, rec_off, heads, head_off, template, width, ids, db.offsets, self.columns, db.residues)
+
     @property
     def rows(self) -> np.ndarray:
         """All ``(n, width)`` uint8 rows (letters and b'-'), one per record."""

@@ -15,8 +15,12 @@ Reading rules (what a user of FAMSA or MAFFT expects, stated once):
 """
 from __future__ import annotations
 
+import fcntl
 import gzip
+import io
+import mmap
 import os
+import stat
 import sys
 import zlib
 from typing import BinaryIO, Protocol, Sequence
@@ -227,6 +231,9 @@ def write_fasta(
     breaks = np.arange(1, full + 1, dtype=np.int64) * (width + 1) - 1
     if rest or not full:
         breaks = np.append(breaks, line - 1)
+    fd = _empty_file(out)
+    if fd is not None and hasattr(source, "fill") and _write_mapped(fd, descriptions, source, width, line, breaks):
+        return
     per_block = min(n, max(1, BLOCK_BYTES // line))
     block = np.full((per_block, line), ord("-"), dtype=np.uint8)
     block[:, breaks] = _NL
@@ -238,6 +245,52 @@ def write_fasta(
         heads = header_bytes(descriptions[lo:hi])
         out.writelines([part for k, head in enumerate(heads) for part in (head, view[k * line : (k + 1) * line])])
         source.place(flat, line, width, lo, hi, clear=True)
+
+
+def _empty_file(out: BinaryIO) -> int | None:
+    """The descriptor of ``out`` if it is an empty regular file open for reading and writing
+    (mapping needs both) from its start: the temporary file of ``-o``. Else None (a pipe, gzip,
+    appending, a write-only descriptor such as the shell's ``>``)."""
+    if type(out) not in (io.BufferedWriter, io.BufferedRandom):
+        return None
+    try:
+        fd = out.fileno()
+        info = os.fstat(fd)
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    if flags & os.O_APPEND or flags & os.O_ACCMODE != os.O_RDWR:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size != 0 or out.tell() != 0:
+        return None
+    return fd
+
+
+def _write_mapped(fd: int, descriptions: Sequence[str], source, width: int, line: int, breaks: np.ndarray) -> bool:
+    """Size the file for the whole alignment, map it, and let the source write every record
+    in place on all threads: no write() copies, and the page faults are spread over the cores
+    (at 10^5 rows x 10^4 columns, 1 GB: 0.6 s through write(), H200 machine). False, with the
+    file empty again, where the file system cannot map it."""
+    heads = header_bytes(descriptions)
+    head_len = np.fromiter((len(h) for h in heads), dtype=np.int64, count=len(heads))
+    head_off = np.zeros(len(heads) + 1, dtype=np.int64)
+    np.cumsum(head_len, out=head_off[1:])
+    rec_off = head_off[:-1] + np.arange(len(heads), dtype=np.int64) * line
+    total = int(head_off[-1]) + len(heads) * line
+    template = np.full(line, ord("-"), dtype=np.uint8)
+    template[breaks] = _NL
+    os.ftruncate(fd, total)
+    try:
+        mapped = mmap.mmap(fd, total)
+    except OSError:
+        os.ftruncate(fd, 0)
+        return False
+    with mapped:
+        out = np.frombuffer(mapped, dtype=np.uint8)
+        source.fill(out, rec_off, np.frombuffer(b"".join(heads), dtype=np.uint8), head_off, template, width)
+        del out  # the buffer export must end before the map closes
+    os.lseek(fd, total, os.SEEK_SET)
+    return True
 
 
 class RowSource(Protocol):

@@ -142,6 +142,37 @@ def test_fasta_writer_builds_rows_block_by_block(monkeypatch: pytest.MonkeyPatch
         assert blocks.getvalue() == whole.getvalue()
 
 
+def test_fasta_writer_maps_an_empty_file(tmp_path) -> None:
+    """A new regular file open for reading and writing is sized and written in place (every
+    record at once); a write-only or appending one goes through the block writer: the same bytes."""
+    from msa.io.fasta import _empty_file
+    from msa.seqdb import SeqDB
+
+    rng = np.random.default_rng(5)
+    seqs = ["".join(rng.choice(list("ACDEFGHIK"), int(rng.integers(1, 200)))) for _ in range(40)]
+    distinct = SeqDB.from_pairs([(f"s{i}", s) for i, s in enumerate(seqs)])
+    width = 250
+    columns = np.concatenate([np.sort(rng.choice(width, len(s), replace=False)) for s in seqs])
+    index = rng.integers(0, len(seqs), 60)
+    names = [f"r{i} {'d' * int(i)}" for i in range(len(index))]
+    aligned = AlignedRows(names, names, distinct, columns, width, index)
+    blocks = io.BytesIO()
+    write_fasta(blocks, names, aligned)
+    mapped = tmp_path / "mapped.fa"
+    with open(mapped, "w+b") as out:  # read and write, as the -o temporary file
+        assert _empty_file(out) is not None
+        write_fasta(out, names, aligned)
+    assert mapped.read_bytes() == blocks.getvalue()
+    with open(tmp_path / "write-only.fa", "wb") as out:
+        assert _empty_file(out) is None
+    appended = tmp_path / "appended.fa"
+    appended.write_bytes(b">old\nMK\n")
+    with open(appended, "ab") as out:
+        assert _empty_file(out) is None
+        write_fasta(out, names, aligned)
+    assert appended.read_bytes() == b">old\nMK\n" + blocks.getvalue()
+
+
 def test_fasta_round_trip() -> None:
     data = b">a desc\nMK-V\n>b\nM--V\n"
     db = parse_fasta(data)
