@@ -44,12 +44,13 @@ class AlignedRows:
         place_residues(flat, line, width, self._ids(lo, hi), db.offsets, self.columns, db.residues, clear)
 
     def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
-             template: np.ndarray, width: int) -> None:
-        """Write every record whole into ``out`` (a mapped output file; see msa.rows.fill_records)."""
+             template: np.ndarray, width: int, lo: int, hi: int) -> None:
+        """Write records ``lo..hi`` whole into ``out`` (a window of a mapped output file; see
+        msa.rows.fill_records; ``rec_off`` and ``head_off`` are theirs)."""
         from msa.rows import fill_records
 
         db = self.distinct
-        ids = self._ids(0, len(self.names))
+        ids = self._ids(lo, hi)
         fill_records(out, rec_off, heads, head_off, template, width, ids, db.offsets, self.columns, db.residues)
 
     @property

@@ -34,6 +34,9 @@ from msa.seqdb import SeqDB, _ranges
 LINE_WIDTH = 60
 #: About this many bytes of rows are placed at a time by write_fasta (one reused buffer).
 BLOCK_BYTES = 1 << 22
+#: Bytes of output file mapped at a time by the mapped writer (the pages it has filled are
+#: resident until the window is unmapped).
+MAP_BYTES = 1 << 28
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -280,15 +283,24 @@ def _write_mapped(fd: int, descriptions: Sequence[str], source, width: int, line
     template = np.full(line, ord("-"), dtype=np.uint8)
     template[breaks] = _NL
     os.ftruncate(fd, total)
-    try:
-        mapped = mmap.mmap(fd, total)
-    except OSError:
-        os.ftruncate(fd, 0)
-        return False
-    with mapped:
-        out = np.frombuffer(mapped, dtype=np.uint8)
-        source.fill(out, rec_off, np.frombuffer(b"".join(heads), dtype=np.uint8), head_off, template, width)
-        del out  # the buffer export must end before the map closes
+    ends = np.append(rec_off[1:], total)
+    head_buf = np.frombuffer(b"".join(heads), dtype=np.uint8)
+    lo = 0
+    while lo < len(heads):  # windows of about MAP_BYTES, so resident pages stay bounded
+        hi = max(lo + 1, int(np.searchsorted(ends, rec_off[lo] + MAP_BYTES, side="right")))
+        base = int(rec_off[lo]) // mmap.ALLOCATIONGRANULARITY * mmap.ALLOCATIONGRANULARITY
+        try:
+            mapped = mmap.mmap(fd, int(ends[hi - 1]) - base, offset=base)
+        except OSError:
+            if lo > 0:
+                raise
+            os.ftruncate(fd, 0)
+            return False
+        with mapped:
+            out = np.frombuffer(mapped, dtype=np.uint8)
+            source.fill(out, rec_off[lo:hi] - base, head_buf, head_off[lo : hi + 1], template, width, lo, hi)
+            del out  # the buffer export must end before the map closes
+        lo = hi
     os.lseek(fd, total, os.SEEK_SET)
     return True
 

@@ -142,7 +142,7 @@ def test_fasta_writer_builds_rows_block_by_block(monkeypatch: pytest.MonkeyPatch
         assert blocks.getvalue() == whole.getvalue()
 
 
-def test_fasta_writer_maps_an_empty_file(tmp_path) -> None:
+def test_fasta_writer_maps_an_empty_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A new regular file open for reading and writing is sized and written in place (every
     record at once); a write-only or appending one goes through the block writer: the same bytes."""
     from msa.io.fasta import _empty_file
@@ -165,6 +165,11 @@ def test_fasta_writer_maps_an_empty_file(tmp_path) -> None:
     assert mapped.read_bytes() == blocks.getvalue()
     with open(tmp_path / "write-only.fa", "wb") as out:
         assert _empty_file(out) is None
+    monkeypatch.setattr("msa.io.fasta.MAP_BYTES", 5000)  # many windows, none on a page boundary
+    with open(mapped, "w+b") as out:
+        out.truncate(0)
+        write_fasta(out, names, aligned)
+    assert mapped.read_bytes() == blocks.getvalue()
     appended = tmp_path / "appended.fa"
     appended.write_bytes(b">old\nMK\n")
     with open(appended, "ab") as out:
