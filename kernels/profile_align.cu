@@ -474,6 +474,28 @@ __device__ __forceinline__ void dp_chunk(
     }
 }
 
+// The block's next (merge, chunk) ticket k of a pipelined fill (sync[0] counts them) and its
+// merge q (I_TICK <= k < the next merge's I_TICK); false once every ticket is drawn.
+__device__ __forceinline__ bool draw_ticket(const long long* __restrict__ info, long long* sync, long long n_merges,
+                                            long long n_tickets, long long& k, long long& q) {
+    __shared__ long long job[2];
+    if (threadIdx.x == 0) {
+        const long long t = (long long)atomicAdd((unsigned long long*)sync, 1ULL);
+        long long lo = 0, hi = n_merges;
+        while (hi - lo > 1) {
+            const long long mid = (lo + hi) >> 1;
+            if (info[mid * N_INFO + I_TICK] <= t) lo = mid; else hi = mid;
+        }
+        job[0] = t;
+        job[1] = lo;
+    }
+    __syncthreads();
+    k = job[0];
+    q = job[1];
+    __syncthreads();  // every thread has read job before the next draw
+    return k < n_tickets;
+}
+
 // dp_fill<K>: one block per merge, its chunks one after another; a chunk's last column goes to
 // the merge's one boundary buffer, which thread 0 of the next chunk reads row by row ahead of
 // where the chunk's last thread rewrites it.
@@ -500,23 +522,10 @@ __device__ __forceinline__ void dp_fill_k(DP_FILL_PARAMS) {
 template <int K>
 __device__ __forceinline__ void dp_pipe_k(DP_FILL_PARAMS, const long long* __restrict__ scores, long long* sync,
                                           long long n_merges, long long n_tickets) {
-    __shared__ long long job[2];
     const long long span = (long long)blockDim.x * K;
     for (;;) {
-        if (threadIdx.x == 0) {
-            const long long k = (long long)atomicAdd((unsigned long long*)sync, 1ULL);
-            long long lo = 0, hi = n_merges;  // the merge with I_TICK <= k < the next merge's
-            while (hi - lo > 1) {
-                const long long mid = (lo + hi) >> 1;
-                if (info[mid * N_INFO + I_TICK] <= k) lo = mid; else hi = mid;
-            }
-            job[0] = k;
-            job[1] = lo;
-        }
-        __syncthreads();
-        const long long k = job[0], q = job[1];
-        __syncthreads();  // every thread has read job before the next draw
-        if (k >= n_tickets) return;
+        long long k, q;
+        if (!draw_ticket(info, sync, n_merges, n_tickets, k, q)) return;
         const long long* in = info + q * N_INFO;
         const long long b = k - in[I_TICK], stride = in[I_W1] + 1;
         if (b * span >= in[I_W2]) continue;
@@ -782,23 +791,10 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS) dp_scan(
     const long long* __restrict__ start, const long long* __restrict__ cont, const long long* __restrict__ retype,
     const long long* __restrict__ scores, long long* rowD, long long* rowH, long long* rowV,
     unsigned long long* dirs, long long* final3, long long* sync, long long n_merges, long long n_tickets) {
-    __shared__ long long job[2];
     const long long span = SCAN_THREADS * SCAN_K;
     for (;;) {
-        if (threadIdx.x == 0) {
-            const long long k = (long long)atomicAdd((unsigned long long*)sync, 1ULL);
-            long long lo = 0, hi = n_merges;
-            while (hi - lo > 1) {
-                const long long mid = (lo + hi) >> 1;
-                if (info[mid * N_INFO + I_TICK] <= k) lo = mid; else hi = mid;
-            }
-            job[0] = k;
-            job[1] = lo;
-        }
-        __syncthreads();
-        const long long k = job[0], q = job[1];
-        __syncthreads();
-        if (k >= n_tickets) return;
+        long long k, q;
+        if (!draw_ticket(info, sync, n_merges, n_tickets, k, q)) return;
         const long long* in = info + q * N_INFO;
         const long long b = k - in[I_TICK];
         const long long nr = in[I_W1] < in[I_W2] ? in[I_W1] : in[I_W2], stride = nr + 1;
