@@ -14,11 +14,8 @@
 // libm pow), because CUDA's pow need not round like the host's. The division is
 // IEEE in both, so every distance is bit-identical to the CPU's.
 
-#define LCS_ALPHA 20  // only codes 0..19 match (FAMSA's ComputeBitMasks)
+#include "lcs_core.cuh"
 
-typedef unsigned long long u64;
-
-// Tile t: row r = tile_row[t] (piece-wide row numbering), first column tile_j0[t].
 struct Tile {
     long long g, i, j0, base, s, a, la, o;
 };
@@ -52,20 +49,6 @@ __device__ __forceinline__ void build_masks(u64* m, long long words, const unsig
     __syncthreads();
 }
 
-// Zeros of V below bit la (the LCS length).
-__device__ __forceinline__ long long count_lcs(u64 x, long long w, long long la) {
-    x = ~x;
-    const long long bits = la - 64 * w;
-    if (bits <= 0) return 0;
-    if (bits < 64) x &= (1ull << bits) - 1ull;
-    return __popcll(x);
-}
-
-__device__ __forceinline__ double lcs_distance(long long lcs, long long la, long long lb, const double* pow075) {
-    if (lcs == 0) return 2.0 * __ldg(&pow075[la + lb]);
-    return __ldg(&pow075[la + lb - 2 * lcs]) / (double)lcs;
-}
-
 // LCS of the masked sequence (length la; masks of stride W) and codes[lo:hi], V in registers.
 template <int W>
 __device__ __forceinline__ long long lcs_registers(const u64* masks, const unsigned char* __restrict__ codes,
@@ -76,19 +59,7 @@ __device__ __forceinline__ long long lcs_registers(const u64* masks, const unsig
     for (long long k = lo; k < hi; ++k) {
         const unsigned c = codes[k];
         if (c >= LCS_ALPHA) continue;
-        const u64* m = masks + c * W;
-        u64 carry = 0ull;
-#pragma unroll
-        for (int w = 0; w < W; ++w) {
-            // V' = (V + U) | (V - U) with U = V & M; U is a subset of V, so V - U = V & ~M.
-            const u64 mw = m[w];
-            const u64 xw = v[w];
-            const u64 u = xw & mw;
-            const u64 s1 = xw + u;
-            const u64 s2 = s1 + carry;
-            carry = (u64)((s1 < xw) | (s2 < s1));
-            v[w] = s2 | (xw & ~mw);
-        }
+        lcs_step<W>(v, masks + c * W);
     }
     long long lcs = 0;
 #pragma unroll
@@ -104,17 +75,7 @@ __device__ __forceinline__ long long lcs_scratch(const u64* masks, long long wor
     for (long long k = lo; k < hi; ++k) {
         const unsigned c = codes[k];
         if (c >= LCS_ALPHA) continue;
-        const u64* m = masks + c * words;
-        u64 carry = 0ull;
-        for (long long w = 0; w < words; ++w) {
-            const u64 mw = m[w];
-            const u64 xw = v[w * stride];
-            const u64 u = xw & mw;
-            const u64 s1 = xw + u;
-            const u64 s2 = s1 + carry;
-            carry = (u64)((s1 < xw) | (s2 < s1));
-            v[w * stride] = s2 | (xw & ~mw);
-        }
+        lcs_step_scratch(v, stride, words, masks + c * words);
     }
     long long lcs = 0;
     for (long long w = 0; w < words; ++w) lcs += count_lcs(v[w * stride], w, la);

@@ -23,7 +23,7 @@ import typer
 from msa.alphabet import load_matrix
 from msa.backends import BackendStart, BackendUnavailable
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
-from msa.params import AlignParams
+from msa.params import MST_TREE_MAX, AlignParams
 from msa.progress import Progress
 
 _D = AlignParams()
@@ -81,6 +81,15 @@ ExactOpt = Annotated[
     int,
     typer.Option("--exact-tree-max", min=2, help="Groups up to this size get an exact tree from all pair distances."),
 ]
+MstOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        "--mst-tree-max", min=2,
+        help="Inputs (and PartTree groups) up to this size get FAMSA's exact single-linkage LCS tree "
+        f"without a distance matrix (Prim's MST). Default: {MST_TREE_MAX['cuda']} on the GPU, "
+        f"{MST_TREE_MAX['cpu']} on the CPU.",
+    ),
+]
 KeepDupOpt = Annotated[
     bool, typer.Option("--keep-duplicates", help="Align identical sequences separately instead of once.")
 ]
@@ -96,10 +105,10 @@ def _params(**options: object) -> AlignParams:
     return AlignParams(**{k: v.value if isinstance(v, enum.Enum) else v for k, v in options.items()})
 
 
-def _tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance) -> dict:
+def _tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance) -> dict:
     """The guide-tree options `align` and `tree` share, by their AlignParams names."""
     return dict(
-        partsize=partsize, exact_tree_max=exact_tree_max, distance=distance, linkage=linkage,
+        partsize=partsize, exact_tree_max=exact_tree_max, mst_tree_max=mst_tree_max, distance=distance, linkage=linkage,
         parttree_split=parttree_split, parttree_distance=parttree_distance,
     )
 
@@ -143,8 +152,8 @@ def align(
         str,
         typer.Option(
             "--tree",
-            help="Guide tree: auto (PartTree for large inputs, an exact tree below "
-            "--exact-tree-max), parttree, upgma, single, or a Newick file.",
+            help="Guide tree: auto (an exact tree up to --exact-tree-max, or --mst-tree-max for the "
+            "default single linkage over LCS; PartTree above), parttree, upgma, single, or a Newick file.",
         ),
     ] = _D.guide_tree,
     tree_out: Annotated[
@@ -152,6 +161,7 @@ def align(
     ] = None,
     partsize: PartsizeOpt = _D.partsize,
     exact_tree_max: ExactOpt = _D.exact_tree_max,
+    mst_tree_max: MstOpt = _D.mst_tree_max,
     distance: DistanceOpt = DistanceChoice(_D.distance),
     linkage: LinkageOpt = LinkageChoice(_D.linkage),
     parttree_split: SplitOpt = SplitChoice(_D.parttree_split),
@@ -173,7 +183,7 @@ def align(
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
         params = _params(
             matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
-            **_tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance),
+            **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
             **_tree_choice(tree),
         )
@@ -221,6 +231,7 @@ def tree(
     threads: ThreadsOpt = _D.threads,
     partsize: PartsizeOpt = _D.partsize,
     exact_tree_max: ExactOpt = _D.exact_tree_max,
+    mst_tree_max: MstOpt = _D.mst_tree_max,
     distance: DistanceOpt = DistanceChoice(_D.distance),
     linkage: LinkageOpt = LinkageChoice(_D.linkage),
     parttree_split: SplitOpt = SplitChoice(_D.parttree_split),
@@ -234,7 +245,7 @@ def tree(
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
         params = _params(
             guide_tree=method,
-            **_tree_options(partsize, exact_tree_max, distance, linkage, parttree_split, parttree_distance),
+            **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
         )
         with BackendStart(params.device) as backend_start:

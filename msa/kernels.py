@@ -1,12 +1,13 @@
 """The one CUDA kernel loader: finds a kernel's .cu source, compiles it once, caches it.
 
 Sources live in the top-level ``kernels/`` folder of a checkout and are shipped
-inside the wheel as ``msa/_kernels``. ``common.cuh`` is inlined as text because
-CuPy's compile cache keys on the source string, not on included files.
+inside the wheel as ``msa/_kernels``. Local headers (``*.cuh``) are inlined
+as text because CuPy's compile cache keys on the source string, not on included files.
 """
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -27,16 +28,28 @@ def kernel_dir() -> Path:
 
 
 def source(name: str) -> str:
-    """Kernel source with common.cuh inlined and a #line directive for readable errors."""
+    """Kernel source with its ``#include "*.cuh"`` headers inlined (each once, ``#pragma once``
+    honoured by inlining only the first) and #line directives for readable errors."""
     folder = kernel_dir()
-    text = (folder / f"{name}.cu").read_text()
-    common = folder / "common.cuh"
-    if '#include "common.cuh"' in text and common.is_file():
-        text = text.replace(
-            '#include "common.cuh"',
-            '#line 1 "common.cuh"\n' + common.read_text() + f'\n#line 1 "{name}.cu"',
-        )
-    return f'#line 1 "{name}.cu"\n' + text
+    return f'#line 1 "{name}.cu"\n' + _inline(folder, f"{name}.cu", set())
+
+
+def _inline(folder: Path, file: str, seen: set[str]) -> str:
+    out = []
+    for number, line in enumerate((folder / file).read_text().splitlines(), start=1):
+        match = _INCLUDE.match(line)
+        if match and (folder / match[1]).is_file():
+            if match[1] not in seen:
+                seen.add(match[1])
+                out.append(f'#line 1 "{match[1]}"')
+                out.append(_inline(folder, match[1], seen))
+            out.append(f'#line {number + 1} "{file}"')
+        elif line.strip() != "#pragma once":  # the inliner includes each header once
+            out.append(line)
+    return "\n".join(out)
+
+
+_INCLUDE = re.compile(r'\s*#include\s+"([\w.]+\.cuh)"')
 
 
 @functools.cache

@@ -9,6 +9,12 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Literal
 
+#: Default mst_tree_max per backend: FAMSA's exact single-linkage LCS tree up to
+#: this many sequences. On one H100 Prim's MST takes ~0.3 s at 10^4 sequences and
+#: ~8 s at 10^5 (benchmarks/NOTES.md); on the CPU (Numba, 16 cores) 10^4 takes 14 s,
+#: so there PartTree takes over past 4096.
+MST_TREE_MAX = {"cuda": 200_000, "cpu": 4096}
+
 #: Scores are integers: matrix entries and gap costs times this factor
 #: (FAMSA's ``cost_cast_factor``), so CPU and GPU do the same arithmetic.
 FIXED_POINT = 1000
@@ -60,8 +66,9 @@ class AlignParams:
     exact_tree_max: int = 4096
     #: Single-linkage LCS trees (the defaults) stay exact up to this many
     #: sequences past exact_tree_max: Prim's MST computes distance rows on the
-    #: fly, O(n) memory but still n^2/2 LCS pairs.
-    mst_tree_max: int = 4096
+    #: fly, O(n) memory but still n^2/2 LCS pairs. None: the backend's
+    #: MST_TREE_MAX (the GPU affords far more than the CPU).
+    mst_tree_max: int | None = None
     #: Distance of the exact trees: FAMSA's indel075_div_lcs (more accurate on
     #: BaliFam, see benchmarks/NOTES.md), MAFFT's 6-mer distance, or ``sw``:
     #: 1 - S(a,b) / min(S(a,a), S(b,b)) with S the Smith-Waterman (local, affine)
@@ -85,6 +92,8 @@ class AlignParams:
             raise ValueError(f"partsize must be at least 2, got {self.partsize}")
         if self.exact_tree_max < 2:
             raise ValueError(f"exact_tree_max must be at least 2, got {self.exact_tree_max}")
+        if self.mst_tree_max is not None and self.mst_tree_max < 2:
+            raise ValueError(f"mst_tree_max must be at least 2, got {self.mst_tree_max}")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
         if self.guide_tree not in ("auto", "parttree", "upgma", "single"):

@@ -530,8 +530,8 @@ class CudaBackend:
         )
         return out.get()
 
-    # ---- LCS guide-tree operations: nearest reference and Prim's MST delegated to the CPU until GPU
-    # kernels exist (owner: guide-tree accuracy work; see msa/backends/cpu_lcs_tree.py).
+    # ---- LCS guide-tree operations: MAFFT-style picks' nearest reference (with link matrices) is
+    # delegated to the CPU (a non-default path); Prim's MST runs on the device.
     def lcs_nearest_reference(self, codes, offsets, ref_ids, ref_off, member_ids, member_node):
         """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
         from msa.backends.cpu import CpuBackend
@@ -539,7 +539,12 @@ class CudaBackend:
         return CpuBackend().lcs_nearest_reference(codes, offsets, ref_ids, ref_off, member_ids, member_node)
 
     def lcs_prim_mst(self, codes, offsets, ids):
-        """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
+        """Prim's MST on the device (msa.backends.cuda_prim), equal to the CPU's edge for edge; a
+        group with a sequence too long for the shared-memory masks (~50k residues) runs on the CPU."""
+        from msa.backends import cuda_prim
+
+        if cuda_prim.fits(offsets, np.asarray(ids, dtype=np.int64)):
+            return cuda_prim.lcs_prim_mst(codes, offsets, ids, self.device, self.n_sm)
         from msa.backends.cpu import CpuBackend
 
         return CpuBackend().lcs_prim_mst(codes, offsets, ids)

@@ -16,9 +16,10 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
     ``upgma``/``single`` build an exact tree from the full distance matrix
     (refused past ``exact_tree_max`` sequences, where the matrix would not fit);
     ``parttree`` always splits the root; ``auto`` is an exact tree (linkage
-    ``params.linkage``) up to ``exact_tree_max`` sequences (``mst_tree_max`` for
-    single linkage over LCS, built by Prim without the matrix) and PartTree
-    above, whose exact subtrees use the same linkage.
+    ``params.linkage``) up to ``exact_tree_max`` sequences (``mst_tree_max``, by
+    default the backend's MST_TREE_MAX, for single linkage over LCS, built by
+    Prim without the matrix) and PartTree above, whose exact subtrees use the
+    same linkage.
 
     Example:
         >>> from msa.backends.cpu import CpuBackend
@@ -31,12 +32,12 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
         raise ValueError("no sequences to build a guide tree from")
     method = params.guide_tree
     if method == "auto":
-        method = params.linkage if n <= exact_limit(params, params.linkage) else "parttree"
+        method = params.linkage if n <= exact_limit(params, params.linkage, backend) else "parttree"
     needs_kmers = (method == "parttree" and not uses_sample_split(params)) or params.distance == "kmer"
     tables = backend.kmer_tables(db.codes, db.offsets) if needs_kmers else None
     if method == "parttree":
         return parttree(db, tables, params, backend, params.linkage)
-    if n > exact_limit(params, method):
+    if n > exact_limit(params, method, backend):
         raise ValueError(
             f"guide_tree={method!r} needs the full distance matrix of {n} sequences, more than "
             f"exact_tree_max={params.exact_tree_max}; use 'parttree' or raise exact_tree_max"

@@ -43,7 +43,7 @@ from numba import njit
 
 from msa.kmers import MAX_KMER_DIST, KmerTables
 from msa.alphabet import load_matrix
-from msa.params import AlignParams, gap_costs
+from msa.params import MST_TREE_MAX, AlignParams, gap_costs
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
 from msa.tree.sample_split import cut_sample_trees, sample_positions, splitmix64
@@ -167,11 +167,13 @@ def uses_sample_split(params: AlignParams) -> bool:
     return params.parttree_split == "sample" and params.parttree_distance == "lcs"
 
 
-def exact_limit(params: AlignParams, method: str) -> int:
-    """Largest group that gets an exact tree: mst_tree_max applies to single linkage over LCS only
-    (Prim's MST computes LCS rows; kmer and sw groups need the whole matrix)."""
+def exact_limit(params: AlignParams, method: str, backend) -> int:
+    """Largest group that gets an exact tree: mst_tree_max (by default the backend's
+    MST_TREE_MAX) applies to single linkage over LCS only (Prim's MST computes LCS rows;
+    kmer and sw groups need the whole matrix)."""
     if method == "single" and params.distance == "lcs":
-        return max(params.exact_tree_max, params.mst_tree_max)
+        mst = params.mst_tree_max if params.mst_tree_max is not None else MST_TREE_MAX[backend.name]
+        return max(params.exact_tree_max, mst)
     return params.exact_tree_max
 
 
@@ -274,7 +276,7 @@ def _split_level_sample(db, members, node_off, node_root, params, backend, nodes
     leaf = sample_off[member_node] + nearest.astype(np.int64)
     leaf[sample_pos] = np.arange(len(sample_pos))  # a sample member is its own leaf, whatever the ties
     weights = np.bincount(leaf, minlength=len(sample_pos))
-    limit = min(params.split_cluster_max, exact_limit(params, exact.method))
+    limit = min(params.split_cluster_max, exact_limit(params, exact.method, backend))
     leaf_cluster, c_node_off, merges, heights = cut_sample_trees(
         s_merges, s_heights, weights, sample_off, limit
     )
@@ -317,7 +319,7 @@ def _emit_clusters(members, cluster, c_node_off, merges, heights, node_root, par
 
     small = big & (c_sizes <= params.exact_tree_max)
     exact.add(*_select_nodes(members, c_off, small), c_tree[small])
-    limit = exact_limit(params, exact.method)
+    limit = exact_limit(params, exact.method, exact.backend)
     for c in np.flatnonzero((c_sizes > params.exact_tree_max) & (c_sizes <= limit)):
         exact.add_mst(members[c_off[c] : c_off[c + 1]], c_tree[c])
     large = c_sizes > limit

@@ -312,3 +312,17 @@ def test_lcs_nearest_sample_matches_full_matrix() -> None:
         d = (square + square.T)[np.ix_(members[pick], r)]
         assert np.array_equal(nearest[pick], d.argmin(axis=1))
         assert np.array_equal(dist[pick], d.min(axis=1))
+
+
+def test_exact_limit_defaults_by_backend() -> None:
+    """Without mst_tree_max the backend's MST_TREE_MAX applies; a given value applies on every backend."""
+    from types import SimpleNamespace
+
+    from msa.params import MST_TREE_MAX
+    from msa.tree.parttree import exact_limit
+
+    gpu = SimpleNamespace(name="cuda")
+    assert exact_limit(AlignParams(), "single", gpu) == MST_TREE_MAX["cuda"]
+    assert exact_limit(AlignParams(), "single", BACKEND) == MST_TREE_MAX["cpu"]
+    assert exact_limit(AlignParams(mst_tree_max=9000), "single", BACKEND) == 9000
+    assert exact_limit(AlignParams(mst_tree_max=9000), "upgma", gpu) == AlignParams().exact_tree_max

@@ -168,6 +168,6 @@ def test_sw_is_an_exact_tree_distance_only() -> None:
     from msa.tree.parttree import exact_limit
 
     params = AlignParams(distance="sw", exact_tree_max=100, mst_tree_max=5000)
-    assert exact_limit(params, "single") == 100
+    assert exact_limit(params, "single", CpuBackend()) == 100
     with pytest.raises(ValueError, match="PartTree distance"):
         AlignParams(parttree_distance="sw")

@@ -1,0 +1,143 @@
+// Hyyro's bit-parallel LCS step, shared by lcs_distance.cu and lcs_prim.cu (CPU oracle:
+// msa/backends/cpu_kmers.py, _lcs_length).
+//
+// One residue c of b updates the bit vector V of a (W 64-bit words, masks M_c of a):
+//     V' = (V + (V & M_c)) | (V & ~M_c)
+// V + U is one multi-word addition; written as a single add.cc/addc chain it costs one
+// 64-bit add per word (two IADD3 on the ALU pipe) instead of an add plus two compares
+// for the carry. The two logic ops fold into LOP3s, so a word step is ~4 ALU
+// instructions plus one 8-byte shared load.
+#pragma once
+
+#define LCS_ALPHA 20  // only codes 0..19 match (FAMSA's ComputeBitMasks)
+
+typedef unsigned long long u64;
+
+// s = v + u over W words (little-endian word order), one carry chain.
+template <int W>
+__device__ __forceinline__ void add_chain(u64 (&s)[W], const u64 (&v)[W], const u64 (&u)[W]);
+
+template <>
+__device__ __forceinline__ void add_chain<1>(u64 (&s)[1], const u64 (&v)[1], const u64 (&u)[1]) {
+    s[0] = v[0] + u[0];
+}
+
+// The asm bodies for W = 2..8: "add.cc" on the lowest word, "addc.cc" in between, "addc" last.
+// Operands: %0..%(W-1) the sums, then W words of v, then W words of u.
+#define LCS_ADD_ASM2 "add.cc.u64 %0, %2, %4;\n\taddc.u64 %1, %3, %5;"
+#define LCS_ADD_ASM3 \
+    "add.cc.u64 %0, %3, %6;\n\taddc.cc.u64 %1, %4, %7;\n\taddc.u64 %2, %5, %8;"
+#define LCS_ADD_ASM4                                                                        \
+    "add.cc.u64 %0, %4, %8;\n\taddc.cc.u64 %1, %5, %9;\n\taddc.cc.u64 %2, %6, %10;\n\t" \
+    "addc.u64 %3, %7, %11;"
+#define LCS_ADD_ASM5                                                                           \
+    "add.cc.u64 %0, %5, %10;\n\taddc.cc.u64 %1, %6, %11;\n\taddc.cc.u64 %2, %7, %12;\n\t" \
+    "addc.cc.u64 %3, %8, %13;\n\taddc.u64 %4, %9, %14;"
+#define LCS_ADD_ASM6                                                                            \
+    "add.cc.u64 %0, %6, %12;\n\taddc.cc.u64 %1, %7, %13;\n\taddc.cc.u64 %2, %8, %14;\n\t" \
+    "addc.cc.u64 %3, %9, %15;\n\taddc.cc.u64 %4, %10, %16;\n\taddc.u64 %5, %11, %17;"
+#define LCS_ADD_ASM7                                                                             \
+    "add.cc.u64 %0, %7, %14;\n\taddc.cc.u64 %1, %8, %15;\n\taddc.cc.u64 %2, %9, %16;\n\t"  \
+    "addc.cc.u64 %3, %10, %17;\n\taddc.cc.u64 %4, %11, %18;\n\taddc.cc.u64 %5, %12, %19;\n\t" \
+    "addc.u64 %6, %13, %20;"
+#define LCS_ADD_ASM8                                                                              \
+    "add.cc.u64 %0, %8, %16;\n\taddc.cc.u64 %1, %9, %17;\n\taddc.cc.u64 %2, %10, %18;\n\t"  \
+    "addc.cc.u64 %3, %11, %19;\n\taddc.cc.u64 %4, %12, %20;\n\taddc.cc.u64 %5, %13, %21;\n\t" \
+    "addc.cc.u64 %6, %14, %22;\n\taddc.u64 %7, %15, %23;"
+
+#define LCS_OUT2 "=l"(s[0]), "=l"(s[1])
+#define LCS_OUT3 LCS_OUT2, "=l"(s[2])
+#define LCS_OUT4 LCS_OUT3, "=l"(s[3])
+#define LCS_OUT5 LCS_OUT4, "=l"(s[4])
+#define LCS_OUT6 LCS_OUT5, "=l"(s[5])
+#define LCS_OUT7 LCS_OUT6, "=l"(s[6])
+#define LCS_OUT8 LCS_OUT7, "=l"(s[7])
+#define LCS_IN2(x) "l"(x[0]), "l"(x[1])
+#define LCS_IN3(x) LCS_IN2(x), "l"(x[2])
+#define LCS_IN4(x) LCS_IN3(x), "l"(x[3])
+#define LCS_IN5(x) LCS_IN4(x), "l"(x[4])
+#define LCS_IN6(x) LCS_IN5(x), "l"(x[5])
+#define LCS_IN7(x) LCS_IN6(x), "l"(x[6])
+#define LCS_IN8(x) LCS_IN7(x), "l"(x[7])
+
+#define LCS_ADD_CHAIN(N)                                                                              \
+    template <>                                                                                       \
+    __device__ __forceinline__ void add_chain<N>(u64(&s)[N], const u64(&v)[N], const u64(&u)[N]) { \
+        asm(LCS_ADD_ASM##N : LCS_OUT##N : LCS_IN##N(v), LCS_IN##N(u));                               \
+    }
+LCS_ADD_CHAIN(2)
+LCS_ADD_CHAIN(3)
+LCS_ADD_CHAIN(4)
+LCS_ADD_CHAIN(5)
+LCS_ADD_CHAIN(6)
+LCS_ADD_CHAIN(7)
+LCS_ADD_CHAIN(8)
+
+// The largest W with an add chain.
+#define LCS_CHAIN_MAX 8
+
+// One residue's update of V (W words in registers) with that residue's masks m[0..W).
+// Past LCS_CHAIN_MAX words the carry goes by compares (register kernels up to 32 words).
+// This form takes the residue's masks already loaded (mw), so a caller can load the
+// next residue's masks while this one computes.
+template <int W>
+__device__ __forceinline__ void lcs_step_loaded(u64 (&v)[W], const u64 (&mw)[W]) {
+    u64 u[W], s[W];
+#pragma unroll
+    for (int w = 0; w < W; ++w) u[w] = v[w] & mw[w];
+    if constexpr (W <= LCS_CHAIN_MAX) {
+        add_chain<W>(s, v, u);
+    } else {
+        u64 carry = 0ull;
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+            const u64 s1 = v[w] + u[w];
+            s[w] = s1 + carry;
+            carry = (u64)((s1 < v[w]) | (s[w] < s1));
+        }
+    }
+#pragma unroll
+    for (int w = 0; w < W; ++w) v[w] = s[w] | (v[w] & ~mw[w]);
+}
+
+template <int W>
+__device__ __forceinline__ void load_masks(u64 (&mw)[W], const u64* m) {
+#pragma unroll
+    for (int w = 0; w < W; ++w) mw[w] = m[w];
+}
+
+template <int W>
+__device__ __forceinline__ void lcs_step(u64 (&v)[W], const u64* m) {
+    u64 mw[W];
+    load_masks<W>(mw, m);
+    lcs_step_loaded<W>(v, mw);
+}
+
+// The same update with V in strided global scratch (v[w * stride]) and the carry by compares.
+__device__ __forceinline__ void lcs_step_scratch(u64* v, long long stride, long long words, const u64* m) {
+    u64 carry = 0ull;
+    for (long long w = 0; w < words; ++w) {
+        const u64 mw = m[w];
+        const u64 xw = v[w * stride];
+        const u64 u = xw & mw;
+        const u64 s1 = xw + u;
+        const u64 s2 = s1 + carry;
+        carry = (u64)((s1 < xw) | (s2 < s1));
+        v[w * stride] = s2 | (xw & ~mw);
+    }
+}
+
+// Zeros of V's word w below bit la (that word's share of the LCS length).
+__device__ __forceinline__ long long count_lcs(u64 x, long long w, long long la) {
+    x = ~x;
+    const long long bits = la - 64 * w;
+    if (bits <= 0) return 0;
+    if (bits < 64) x &= (1ull << bits) - 1ull;
+    return __popcll(x);
+}
+
+// FAMSA's indel075_div_lcs from the LCS; x^0.75 from the host-built table (see lcs_distance.cu).
+__device__ __forceinline__ double lcs_distance(long long lcs, long long la, long long lb, const double* pow075) {
+    if (lcs == 0) return 2.0 * __ldg(&pow075[la + lb]);
+    return __ldg(&pow075[la + lb - 2 * lcs]) / (double)lcs;
+}

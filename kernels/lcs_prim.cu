@@ -1,0 +1,235 @@
+// Prim's minimum spanning tree of one group under FAMSA's LCS distance, without the
+// distance matrix (CPU oracle: msa/backends/cpu_lcs_tree.py, lcs_prim_mst).
+//
+// One persistent launch runs many Prim steps. Each step:
+//   1. every block builds the masks of the vertex that joined last (cur) in shared memory;
+//   2. thread g owns positions g, g + T, ... (T threads in the grid) of the vertices not yet
+//      in the tree, computes LCS(cur, p), lowers best[p] (strict <, so the earliest cur
+//      keeps a tie, as on the CPU) and keeps the smallest (best, local index) it owns;
+//   3. a block-wide minimum goes to part[blockIdx]; the last block to arrive at the grid
+//      barrier reduces the parts, writes the step's edge, marks the winner and publishes it
+//      as the next cur, then releases the barrier.
+// The smallest (best, local index) is the CPU's choice (lowest index of smallest best).
+// All blocks must be resident at once (the host sizes the grid from the occupancy).
+//
+// Positions are the remaining vertices sorted by length, packed 16 residues a uint4 in
+// warp-interleaved sections: pk4[sec_off[p / 32] / 4 + q * 32 + p % 32] holds residues
+// 16q..16q+15 of position p (4 a word, low byte first, padded with PRIM_PAD), so a warp's
+// load is one 512-byte run, and each thread loads the next uint4 while it works on this one.
+// Masks are 32 rows (codes 0..31) of W words; rows 20..31 stay zero, and a zero mask
+// leaves V unchanged, so padding and non-matching residues need no branch.
+
+#include "lcs_core.cuh"
+
+#define PRIM_ROWS 32  // mask rows: every value of (code & 31)
+#define PRIM_PAD 31u  // padding code of the packed residues (a zero mask row)
+
+// LCS of cur (masks of W words in shared memory) with the packed position at pk4 (stride 32
+// uint4), nq uint4 of residues; V in registers. The next uint4 is loaded a whole uint4
+// ahead and each residue's masks one residue ahead, so neither load waits on V's chain.
+template <int W>
+__device__ __forceinline__ long long prim_lcs(const u64* masks, const uint4* __restrict__ pk4, int nq,
+                                              long long la) {
+    u64 v[W];
+#pragma unroll
+    for (int w = 0; w < W; ++w) v[w] = ~0ull;
+    uint4 next = nq > 0 ? __ldg(&pk4[0]) : make_uint4(0u, 0u, 0u, 0u);
+    u64 m[W];
+    load_masks<W>(m, masks + (next.x & 31u) * W);
+    for (int q = 0; q < nq; ++q) {
+        const unsigned x[4] = {next.x, next.y, next.z, next.w};
+        if (q + 1 < nq) next = __ldg(&pk4[(q + 1) * 32]);
+#pragma unroll
+        for (int r = 0; r < 16; ++r) {
+            // the residue after r: in this uint4, or the first of the next one
+            const unsigned c = r < 15 ? (x[(r + 1) >> 2] >> (8 * ((r + 1) & 3))) & 31u : next.x & 31u;
+            u64 m_next[W];
+            load_masks<W>(m_next, masks + c * W);
+            lcs_step_loaded<W>(v, m);
+#pragma unroll
+            for (int w = 0; w < W; ++w) m[w] = m_next[w];
+        }
+    }
+    long long lcs = 0;
+#pragma unroll
+    for (int w = 0; w < W; ++w) lcs += count_lcs(v[w], w, la);
+    return lcs;
+}
+
+// The same for any W, V in v[w * stride] (global scratch).
+__device__ __forceinline__ long long prim_lcs_scratch(const u64* masks, long long words,
+                                                      const uint4* __restrict__ pk4, int nq, long long la,
+                                                      u64* v, long long stride) {
+    for (long long w = 0; w < words; ++w) v[w * stride] = ~0ull;
+    for (int q = 0; q < nq; ++q) {
+        const uint4 x = __ldg(&pk4[q * 32]);
+        const unsigned part[4] = {x.x, x.y, x.z, x.w};
+        for (int j = 0; j < 4; ++j)
+            for (int k = 0; k < 4; ++k)
+                lcs_step_scratch(v, stride, words, masks + ((part[j] >> (8 * k)) & 31u) * words);
+    }
+    long long lcs = 0;
+    for (long long w = 0; w < words; ++w) lcs += count_lcs(v[w * stride], w, la);
+    return lcs;
+}
+
+__device__ __forceinline__ long long prim_dispatch(int words, const u64* masks, const uint4* pk, int nq,
+                                                   long long la, u64* scratch, long long stride) {
+    switch (words) {
+        case 1: return prim_lcs<1>(masks, pk, nq, la);
+        case 2: return prim_lcs<2>(masks, pk, nq, la);
+        case 3: return prim_lcs<3>(masks, pk, nq, la);
+        case 4: return prim_lcs<4>(masks, pk, nq, la);
+        case 5: return prim_lcs<5>(masks, pk, nq, la);
+        case 6: return prim_lcs<6>(masks, pk, nq, la);
+        case 7: return prim_lcs<7>(masks, pk, nq, la);
+        case 8: return prim_lcs<8>(masks, pk, nq, la);
+        default: return prim_lcs_scratch(masks, words, pk, nq, la, scratch, stride);
+    }
+}
+
+// (distance bits, local index) ordered lexicographically; distances are >= 0, so their
+// IEEE bits order as the values do.
+struct Key {
+    u64 d;
+    int local, pos;
+};
+
+__device__ __forceinline__ bool key_less(const Key& a, const Key& b) {
+    return a.d < b.d || (a.d == b.d && a.local < b.local);
+}
+
+__device__ __forceinline__ Key warp_min(Key k) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        Key x;
+        x.d = __shfl_down_sync(0xffffffffu, k.d, o);
+        x.local = __shfl_down_sync(0xffffffffu, k.local, o);
+        x.pos = __shfl_down_sync(0xffffffffu, k.pos, o);
+        if (key_less(x, k)) k = x;
+    }
+    return k;
+}
+
+// Block-wide minimum, valid in thread 0 (blockDim.x a multiple of 32, at most 1024).
+__device__ __forceinline__ Key block_min(Key k) {
+    __shared__ Key warps[32];
+    k = warp_min(k);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();  // warps[] of an earlier call has been read
+    if (lane == 0) warps[warp] = k;
+    __syncthreads();
+    if (warp == 0) {
+        const Key none = {~0ull, 0x7fffffff, -1};
+        k = lane < (int)(blockDim.x >> 5) ? warps[lane] : none;
+        k = warp_min(k);
+    }
+    return k;
+}
+
+extern "C" __global__ void prim_steps(
+    const uint4* __restrict__ pk4, const long long* __restrict__ sec_off, const int* __restrict__ pos_local,
+    const int* __restrict__ pos_len, int n_pos, const unsigned char* __restrict__ codes,
+    const long long* __restrict__ seq_off, const double* __restrict__ pow075, double* __restrict__ best,
+    int* __restrict__ via, unsigned char* in_tree, int* state, int step0, int step_end, int* __restrict__ edge_a,
+    int* __restrict__ edge_b, double* __restrict__ edge_w, Key* part, unsigned* bar, u64* scratch) {
+    extern __shared__ u64 masks[];
+    __shared__ int s_last;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    volatile unsigned* vbar = bar;
+    const unsigned gen0 = vbar[1];  // no block can release a barrier before all have read it
+    for (int step = step0; step < step_end; ++step) {
+        // 1. cur's masks
+        const int cur = __ldcg(&state[0]);
+        const long long a0 = seq_off[cur], la = seq_off[cur + 1] - a0;
+        const int words = la > 64 ? (int)((la + 63) >> 6) : 1;
+        for (int k = threadIdx.x; k < PRIM_ROWS * words; k += blockDim.x) masks[k] = 0ull;
+        __syncthreads();
+        for (long long p = threadIdx.x; p < la; p += blockDim.x) {
+            const unsigned c = codes[a0 + p];
+            if (c < LCS_ALPHA) atomicOr(&masks[c * words + (p >> 6)], 1ull << (p & 63));
+        }
+        __syncthreads();
+        // 2. relax the owned positions
+        Key mine = {~0ull, 0x7fffffff, -1};
+        for (long long p = gtid; p < n_pos; p += stride) {
+            if (__ldcg(&in_tree[p])) continue;
+            const int lb = pos_len[p];
+            const uint4* col = pk4 + sec_off[p >> 5] / 4 + (p & 31);
+            const long long lcs = prim_dispatch(words, masks, col, (lb + 15) >> 4, la, scratch + gtid, stride);
+            const double d = lcs_distance(lcs, la, lb, pow075);
+            double b = best[p];
+            if (d < b) {
+                b = d;
+                best[p] = d;
+                via[p] = cur;
+            }
+            const Key k = {(u64)__double_as_longlong(b), pos_local[p], (int)p};
+            if (key_less(k, mine)) mine = k;
+        }
+        // 3. block minimum, grid barrier, the last block picks the next vertex
+        mine = block_min(mine);
+        if (threadIdx.x == 0) {
+            part[blockIdx.x] = mine;
+            __threadfence();
+            s_last = atomicAdd(&bar[0], 1u) == gridDim.x - 1;
+        }
+        __syncthreads();
+        if (s_last) {
+            __threadfence();
+            Key k = {~0ull, 0x7fffffff, -1};
+            for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) {
+                const Key x = {__ldcg(&part[b].d), __ldcg(&part[b].local), __ldcg(&part[b].pos)};
+                if (key_less(x, k)) k = x;
+            }
+            k = block_min(k);
+            if (threadIdx.x == 0) {
+                edge_a[step] = __ldcg(&via[k.pos]);
+                edge_b[step] = k.local;
+                edge_w[step] = __longlong_as_double((long long)k.d);
+                in_tree[k.pos] = 1;
+                state[0] = k.local;
+                bar[0] = 0u;
+                __threadfence();
+                atomicAdd(&bar[1], 1u);
+            }
+        } else if (threadIdx.x == 0) {
+            const unsigned target = gen0 + (unsigned)(step - step0) + 1u;
+            while ((int)(vbar[1] - target) < 0) {
+            }
+            __threadfence();
+        }
+        __syncthreads();
+    }
+}
+
+// pk (as 32-bit words) for positions 0..n_pos of local indices pos_local, one thread a word:
+// section s = p / 32 spans words sec_off[s] .. sec_off[s + 1], 128 words (32 uint4) per
+// 16 residues of its longest position.
+extern "C" __global__ void prim_pack(const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
+                                     const int* __restrict__ pos_local, int n_pos,
+                                     const long long* __restrict__ sec_off, long long n_words,
+                                     unsigned* __restrict__ pk) {
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n_words;
+         t += (long long)gridDim.x * blockDim.x) {
+        long long lo = 0, hi = (n_pos + 31) / 32;  // the section of word t
+        while (hi - lo > 1) {
+            const long long mid = (lo + hi) / 2;
+            if (sec_off[mid] <= t) lo = mid; else hi = mid;
+        }
+        const long long r = t - sec_off[lo];
+        const long long q = r / 128, lane = (r / 4) & 31, first = 16 * q + 4 * (r & 3);
+        const long long p = lo * 32 + lane;
+        unsigned word = PRIM_PAD | (PRIM_PAD << 8) | (PRIM_PAD << 16) | (PRIM_PAD << 24);
+        if (p < n_pos) {
+            const int s = pos_local[p];
+            const long long start = seq_off[s], len = seq_off[s + 1] - start;
+            for (int k = 0; k < 4; ++k) {
+                const long long i = first + k;
+                if (i < len) word = (word & ~(0xffu << (8 * k))) | ((unsigned)codes[start + i] << (8 * k));
+            }
+        }
+        pk[t] = word;
+    }
+}
