@@ -1,5 +1,5 @@
 // Smith-Waterman (local, Gotoh affine) score distances for all pairs of many groups; the CPU
-// oracle is msa/backends/cpu_sw.py (sw_score, sw_distance, sw_distance_matrix).
+// oracle is msa/backends/cpu/sw.py (sw_score, sw_distance, sw_distance_matrix).
 //
 // Thread mapping: one thread per pair, score only. A tile (as lcs_distance.cu's) is one row
 // sequence a (member i of its group) against up to blockDim.x later members j > i; thread x

@@ -65,7 +65,7 @@ class AlignParams:
     #: Distance of the exact trees: FAMSA's indel075_div_lcs (more accurate on
     #: BaliFam, see benchmarks/NOTES.md), MAFFT's 6-mer distance, or ``sw``:
     #: 1 - S(a,b) / min(S(a,a), S(b,b)) with S the Smith-Waterman (local, affine)
-    #: score under ``matrix`` and the unrescaled gap costs (msa.backends.cpu_sw;
+    #: score under ``matrix`` and the unrescaled gap costs (msa.backends.cpu.sw;
     #: MAFFT's DPPartTree distance with a local score). PartTree's splits take
     #: only lcs or kmer (``parttree_distance``).
     distance: TreeDistance = "lcs"

@@ -17,7 +17,7 @@ import numpy as np
 
 from msa import kernels
 from msa.alphabet import GROUP6, N_CODES
-from msa.backends.cpu_kmers import pow075_table
+from msa.backends.cpu.lcs import pow075_table
 from msa.kmers import MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerTables, build_kmer_tables
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
@@ -531,15 +531,15 @@ class CudaBackend:
         return out.get()
 
     # ---- LCS guide-tree operations: nearest reference and Prim's MST delegated to the CPU until GPU
-    # kernels exist (owner: guide-tree accuracy work; see msa/backends/cpu_lcs_tree.py).
+    # kernels exist (owner: guide-tree accuracy work; see msa/backends/cpu/lcs.py).
     def lcs_nearest_reference(self, codes, offsets, ref_ids, ref_off, member_ids, member_node):
-        """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
+        """CPU implementation (msa.backends.cpu.lcs); same results by construction."""
         from msa.backends.cpu import CpuBackend
 
         return CpuBackend().lcs_nearest_reference(codes, offsets, ref_ids, ref_off, member_ids, member_node)
 
     def lcs_prim_mst(self, codes, offsets, ids):
-        """CPU implementation (msa.backends.cpu_lcs_tree); same results by construction."""
+        """CPU implementation (msa.backends.cpu.lcs); same results by construction."""
         from msa.backends.cpu import CpuBackend
 
         return CpuBackend().lcs_prim_mst(codes, offsets, ids)
@@ -555,7 +555,7 @@ class CudaBackend:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Each member's nearest reference of its node (earlier wins ties) and distance (kernels/lcs_distance.cu).
 
-        Equal to :func:`msa.backends.cpu_lcs_tree.lcs_nearest_sample` bit for bit.
+        Equal to :func:`msa.backends.cpu.lcs.lcs_nearest_sample` bit for bit.
         Members are cut into pieces whose (member x reference) distances fit the
         free device memory; a piece uploads its members and their nodes' references.
         """

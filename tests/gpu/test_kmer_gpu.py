@@ -6,7 +6,7 @@ import pytest
 
 from msa.alphabet import encode
 from msa.backends.cpu import CpuBackend
-from msa.kmers import build_kmer_tables
+from msa.backends.cpu.kmers import build_kmer_tables
 from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree.build import build_guide_tree

@@ -14,7 +14,7 @@ import pytest
 
 from msa.alphabet import load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.backends.cpu_align import _first_is_p1, align_batch
+from msa.backends.cpu.align import _first_is_p1, align_batch
 from msa.params import AlignParams, gap_costs
 from msa.profile import GE, GO, TGE, TGO, AlignBatch, gap_vector, sequence_counts
 

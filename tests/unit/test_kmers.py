@@ -9,7 +9,8 @@ import pytest
 
 from msa.alphabet import ALPHABET, GROUP6
 from msa.backends.cpu import CpuBackend
-from msa.kmers import EMPTY_DISTANCE, PAD_CODE, SECTION, build_kmer_tables
+from msa.backends.cpu.kmers import build_kmer_tables
+from msa.kmers import EMPTY_DISTANCE, PAD_CODE, SECTION
 from msa.seqdb import SeqDB
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from msa.backends.cpu_kmers import _condensed_rows
+from msa.backends.cpu.kmers import _condensed_rows
 
 #: Residue codes the substitution matrix covers (msa.alphabet.ALPHABET).
 N_CODES = 24
@@ -96,7 +96,7 @@ def sw_distance_matrix(
     codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, matrix: np.ndarray,
     gap_open: int, gap_extend: int, threads: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Condensed SW distance matrices of many groups (layout as cpu_kmers.kmer_distance_matrix).
+    """Condensed SW distance matrices of many groups (layout as msa.backends.cpu.kmers.kmer_distance_matrix).
 
     Work items are the condensed rows (one query against its later members),
     spread over the threads; each row profiles its query once.
