@@ -564,7 +564,7 @@ extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, const
 // Two barriers a row; the chunk's last column of each row goes to the chunk on its right
 // through the boundary rows and counters of dp_pipe (the same tickets, so no deadlock).
 // Cell scores come from cell_scores, written in this frame (frame = 1 there).
-#ifndef SCAN_THREADS  // the loader passes msa.backends.cuda's SCAN_THREADS and SCAN_K
+#ifndef SCAN_THREADS  // the loader passes msa.backends.cuda.align's SCAN_THREADS and SCAN_K
 #define SCAN_THREADS 128
 #endif
 #ifndef SCAN_K

@@ -19,7 +19,7 @@
 // extend wins their max), and the pad columns score 0: their cells only copy values of real
 // cells through gaps and a 0 score, so they never exceed the best real cell. Every value is
 // then in [open + extend, max|M| * (min(la, lb) + 1)], so T = int is exact when the host's
-// bound check holds (cuda.py: _sw_fits_int32); otherwise T = long long.
+// bound check holds (msa/backends/cuda/sw.py: _sw_fits_int32); otherwise T = long long.
 //
 // d = 1 - S / min(self_a, self_b) (one IEEE division, one subtraction; --fmad=false), 1.0
 // where min(self) <= 0, clamped to [0, 1]: bit-identical to the CPU's.

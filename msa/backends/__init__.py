@@ -22,7 +22,18 @@ class Backend(Protocol):
     """Batch operations named after pipeline steps.
 
     Every implementation returns the same integers for the same input; the CPU
-    backend is the oracle for the CUDA one.
+    backend is the oracle for the CUDA one. Each backend is a package with one
+    module per stage (``kmers``, ``lcs``, ``sw``, ``align``), the CUDA module
+    beside its CPU oracle of the same name.
+
+    Delegation: a backend may answer a stage by calling the CPU backend where it
+    has no kernel yet, since the results are equal by construction. Only these do,
+    in :mod:`msa.backends.cuda.lcs`:
+
+    * ``lcs_nearest_reference``: PartTree's picks split with link matrices (not the
+      default sampled split, which runs ``lcs_nearest_sample`` on the device);
+    * ``lcs_prim_mst``: Prim's MST of a single-linkage LCS group between
+      ``exact_tree_max`` and ``mst_tree_max`` (a GPU kernel is under way).
     """
 
     name: str

@@ -155,21 +155,21 @@ def test_long_pair(cuda_backend):
 def test_pieces(cuda_backend, monkeypatch):
     """A budget of about one merge per piece gives the same result as one launch."""
     batch = batch_of(np.random.default_rng(3), SHAPES[:8])
-    monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
+    monkeypatch.setattr("msa.backends.cuda.memory.MEMORY_FRACTION", 1e-12)
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
 
 
 @pytest.fixture(params=["scan", "pipe"])
 def pipe_kind(request, monkeypatch) -> str:
     """The pipelined fill under test: dp_scan (for every shape) or dp_pipe."""
-    monkeypatch.setattr("msa.backends.cuda.DP_SCAN", request.param == "scan")
-    monkeypatch.setattr("msa.backends.cuda.SCAN_ROW_STEPS", 0.0)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_SCAN", request.param == "scan")
+    monkeypatch.setattr("msa.backends.cuda.align.SCAN_ROW_STEPS", 0.0)
     return request.param
 
 
 def test_scan_or_wavefront() -> None:
     """dp_scan for merges much narrower one way (rows), dp_pipe for square ones near the root."""
-    from msa.backends.cuda import _merge_records
+    from msa.backends.cuda.align import _merge_records
 
     def kind(*widths: int) -> str:
         return _merge_records(np.concatenate(([0], np.cumsum(widths))), few=True, pipeline=True)[3]
@@ -184,9 +184,9 @@ def test_narrow_blocks(cuda_backend, monkeypatch, few_threads, pipeline, pipe_ki
     """Narrow blocks force many chunks per merge (the last column carried in global memory):
     one after another in dp_fill, or on concurrent dp_pipe blocks (more tickets than SMs here,
     so blocks draw several)."""
-    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPELINE", pipeline)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPELINE", pipeline)
     fills = count_fills(monkeypatch, cuda_backend)
     rng = np.random.default_rng(21 + few_threads)
     batch = batch_of(rng, SHAPES + [(1, 300, 16, 1000), (3, 517, 1, 290)])
@@ -263,7 +263,7 @@ def test_pipeline_alone(cuda_backend, monkeypatch, q, pipe_kind):
 def test_pipeline_batch(cuda_backend, monkeypatch, pipe_threads, pipe_kind):
     """Every PIPE_SHAPES merge in one launch (tickets of several merges, merge-major), at
     each dp_pipe block size."""
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", pipe_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", pipe_threads)
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch(list(range(len(PIPE_SHAPES))))
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
@@ -274,7 +274,7 @@ def test_pipeline_pieces(cuda_backend, monkeypatch, pipe_kind):
     """A budget of about one merge per piece: each piece its own dp_pipe / dp_scan launch."""
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch([0, 4, 5, 7])
-    monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
+    monkeypatch.setattr("msa.backends.cuda.memory.MEMORY_FRACTION", 1e-12)
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
     assert fills == Counter({pipe_kind: 4})
 
@@ -298,8 +298,8 @@ def test_cell_scores_out_of_memory_falls_back(cuda_backend, monkeypatch):
 def test_pipeline_small_grid(cuda_backend, monkeypatch, n_sm, pipe_kind):
     """A grid of n_sm blocks for ~20 chunks a merge: every block draws many tickets, and a
     chunk's left neighbour may have been done by the same block."""
-    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", 32)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", 32)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", 32)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", 32)
     monkeypatch.setattr(cuda_backend, "n_sm", n_sm)
     fills = count_fills(monkeypatch, cuda_backend)
     rng = np.random.default_rng(40 + n_sm)
@@ -313,7 +313,7 @@ def test_pipeline_only_if_counted(cuda_backend, monkeypatch):
     """A batch of as many merges as SMs cut into one-merge pieces: its cost did not count cell
     scores, so its pieces run dp_fill, not dp_pipe."""
     monkeypatch.setattr(cuda_backend, "n_sm", 4)
-    monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
+    monkeypatch.setattr("msa.backends.cuda.memory.MEMORY_FRACTION", 1e-12)
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch([0, 4, 5, 7])
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
@@ -322,7 +322,7 @@ def test_pipeline_only_if_counted(cuda_backend, monkeypatch):
 
 def capture_scores(monkeypatch, backend) -> list[tuple[np.ndarray, np.ndarray]]:
     """(merge records, cell scores) of every cell_scores launch from now on, copied after it."""
-    from msa.backends.cuda import N_INFO
+    from msa.backends.cuda.align import N_INFO
 
     seen = []
     fn = backend._cell_scores
@@ -339,7 +339,7 @@ def assert_scores(batch: AlignBatch, records: np.ndarray, scores: np.ndarray, ki
     """Each merge's cell scores are dp_path's, row-major from I_SC (for dp_scan with W1 > W2,
     column-major: its frame): S2[j][a] is P2's gap cost plus its counts times the matrix, so
     sc(i, j) = r2[j] gap1[i] + r1[i] gap2[j] + c1[i] M c2[j] (one piece: column offsets are the batch's)."""
-    from msa.backends.cuda import N_INFO
+    from msa.backends.cuda.align import N_INFO
 
     assert len(records) == batch.n_merges and N_INFO == 12
     c = batch.counts.astype(np.int64)
@@ -378,7 +378,7 @@ def dense_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_pipeline_dense(cuda_backend, monkeypatch, pipe_threads, pipe_kind):
     """Many residue types per column of P1 (the substitution sums cell_scores takes off the
     wavefront), very unequal widths: P1 ~2000 x P2 ~100 (one chunk) and P1 ~100 x P2 ~2000."""
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", pipe_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", pipe_threads)
     fills = count_fills(monkeypatch, cuda_backend)
     seen = capture_scores(monkeypatch, cuda_backend)
     wide, denser, sparser = dense_tables()
@@ -396,10 +396,10 @@ def test_pipeline_dense(cuda_backend, monkeypatch, pipe_threads, pipe_kind):
 @pytest.mark.parametrize("few", [False, True])
 def test_boundary_bytes(monkeypatch, few_threads, few, pipe_kind):
     """The piece cost counts every boundary row buffer and progress counter _merge_records sizes."""
-    from msa.backends.cuda import ROW_BYTES, _boundary_bytes, _merge_records
+    from msa.backends.cuda.align import ROW_BYTES, _boundary_bytes, _merge_records
 
-    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
     rng = np.random.default_rng(few_threads)
     for _ in range(20):
         w = rng.integers(1, 3000, 2 * int(rng.integers(1, 6)))
@@ -432,8 +432,8 @@ def test_device_batch(cuda_backend):
 def test_progressive_on_device(cuda_backend, monkeypatch, shape, few_threads, pipe_kind):
     """The one progressive driver: device-resident on CUDA, the same columns as on the CPU
     (with 32-column chunks, the levels of fewer merges than SMs run dp_pipe)."""
-    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
     from msa.progressive import progressive_align
     from msa.tree.guide_tree import GuideTree
 
