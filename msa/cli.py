@@ -21,10 +21,11 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from msa.alphabet import load_matrix
-from msa.backends import BackendStart, BackendUnavailable
+from msa.backends import BackendUnavailable
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.params import AlignParams
 from msa.progress import Progress
+from msa.startup import BackendStart
 
 _D = AlignParams()
 _TREE_METHODS = ("auto", "parttree", "upgma", "single")

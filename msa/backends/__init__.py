@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import threading
 from types import ModuleType
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
@@ -86,16 +85,16 @@ class Backend(Protocol):
 
 def get_backend(device: str = "auto", *, quiet: bool = False) -> Backend:
     """Pick the backend once per run; ``auto`` prefers CUDA when CuPy sees a GPU."""
-    make, note = _prepare(device)
+    make, note = prepare_backend(device)
     backend = make()
     if note is not None and not quiet:
         print(note, file=sys.stderr)
     return backend
 
 
-def _prepare(device: str) -> tuple[Callable[[], Backend], str | None]:
+def prepare_backend(device: str) -> tuple[Callable[[], Backend], str | None]:
     """The backend class for ``device``, imported (the constructor does the device work), and
-    for ``auto`` the line that says which one it is."""
+    for ``auto`` the line that says which one it is (msa.startup makes it on another thread)."""
     if device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"unknown device {device!r}; choose auto, cpu or cuda")
     if device in ("auto", "cuda"):
@@ -112,69 +111,6 @@ def _prepare(device: str) -> tuple[Callable[[], Backend], str | None]:
     from msa.backends.cpu import CpuBackend
 
     return CpuBackend, note
-
-
-class BackendStart:
-    """``get_backend`` on background threads, begun before the input is read.
-
-    Importing CuPy and Numba, creating the CUDA context and loading the kernels
-    (~0.7 s on an H200 machine), and Numba's typing registries (~0.4 s, loaded
-    by the first compiled function of any run) need nothing from the input.
-    Begun first, they run while the main thread reads and de-duplicates it,
-    NumPy work that mostly releases the GIL. Once the imports are done, the
-    registries load on a second thread while the first makes the CUDA context
-    (C calls), so the two overlap too, and no two threads import the same
-    modules at once. ``backend()`` waits for the backend only and raises what
-    its start raised (no GPU for ``--device cuda``) in the caller's thread;
-    leaving the ``with`` block waits for both threads, so no error path exits
-    the process while a CUDA context is half made.
-    """
-
-    def __init__(self, device: str) -> None:
-        self._device = device
-        self._result: tuple[Backend, str | None] | None = None
-        self._error: BaseException | None = None
-        self._ready = threading.Event()
-        self._registries = threading.Thread(target=_load_numba_registries, name="msa-numba-start", daemon=True)
-        self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
-        self._thread.start()
-
-    def __enter__(self) -> BackendStart:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._thread.join()
-        if self._registries.is_alive():
-            self._registries.join()
-
-    def _run(self) -> None:
-        try:
-            make, note = _prepare(self._device)
-            import msa.pipeline  # noqa: F401  (and the tree and progressive modules)
-
-            self._registries.start()
-            self._result = make(), note
-        except BaseException as exc:  # re-raised by backend(), in the main thread
-            self._error = exc
-        finally:
-            self._ready.set()
-
-    def backend(self, *, quiet: bool = False) -> Backend:
-        """The started backend (waits for it); prints ``auto``'s choice unless quiet."""
-        self._ready.wait()
-        if self._result is None:
-            assert self._error is not None
-            raise self._error
-        backend, note = self._result
-        if note is not None and not quiet:
-            print(note, file=sys.stderr)
-        return backend
-
-
-def _load_numba_registries() -> None:
-    from msa.backends.cpu import load_numba_registries
-
-    load_numba_registries()
 
 
 def _cuda_unavailable_reason() -> str | None:
