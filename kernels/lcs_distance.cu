@@ -36,7 +36,7 @@ __device__ __forceinline__ Tile tile_at(long long t, const long long* tile_row, 
     x.s = group_off[x.g + 1] - x.base;
     x.a = x.base + x.i;
     x.la = seq_off[x.a + 1] - seq_off[x.a];
-    x.o = out_off[x.g] + x.i * x.s - x.i * (x.i + 1) / 2 - x.i - 1;  // condensed row start (+ j)
+    x.o = out_off[x.g] + x.i * x.s - x.i * (x.i + 1) / 2 - x.i - 1;  // o + j: condensed_index, msa/distances/condensed.py
     return x;
 }
 

@@ -164,7 +164,7 @@ __device__ __forceinline__ void sw_tiles(const unsigned char* __restrict__ codes
         const long long a_lo = seq_off[a], b_lo = seq_off[b];
         const T score = sw_score<T>(codes, a_lo, seq_off[a + 1] - a_lo, b_lo, seq_off[b + 1] - b_lo, sm, open, ext,
                                     cross, stride);
-        const long long o = out_off[g] + i * s - i * (i + 1) / 2 - i - 1;
+        const long long o = out_off[g] + i * s - i * (i + 1) / 2 - i - 1;  // o + j: condensed_index, msa/distances/condensed.py
         out[o + j] = sw_distance((long long)score, self[a], self[b]);
     }
 }

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
-    from msa.kmers import KmerTables
+    from msa.distances.kmers import KmerTables
     from msa.profile import AlignBatch, AlignResult
 
 
@@ -37,7 +37,7 @@ class Backend(Protocol):
 
     name: str
 
-    # Guide-tree stage (see msa.kmers for the struct-array layout, msa.tree.parttree
+    # Guide-tree stage (see msa.distances.kmers for the struct-array layout, msa.tree.parttree
     # for how the batches are formed). Condensed matrices use scipy's pair order;
     # group g's matrix is out[out_off[g]:out_off[g+1]].
     def kmer_tables(self, codes, offsets) -> KmerTables: ...

@@ -41,7 +41,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from msa.kmers import MAX_KMER_DIST, KmerTables
+from msa.distances.condensed import condensed_index
+from msa.distances.kmers import MAX_KMER_DIST, KmerTables
 from msa.alphabet import load_matrix
 from msa.params import AlignParams, gap_costs
 from msa.seqdb import SeqDB
@@ -393,7 +394,7 @@ def _thin_picks(pick_d, pick_d_off, pick_off, maxdist, factor) -> np.ndarray:
             if not keep[p0 + i]:
                 continue
             for j in range(i + 1, p):
-                if keep[p0 + j] and pick_d[d0 + p * i - i * (i + 1) // 2 + j - i - 1] < limit:
+                if keep[p0 + j] and pick_d[d0 + condensed_index(p, i, j)] < limit:
                     keep[p0 + j] = False
     return keep
 
@@ -417,7 +418,7 @@ def _survivor_condensed(pick_d, pick_d_off, pick_off, survive, surv_off):
             i = idx[a]
             for b in range(a + 1, s):
                 j = idx[b]
-                sd[t] = pick_d[pick_d_off[k] + p * i - i * (i + 1) // 2 + j - i - 1]
+                sd[t] = pick_d[pick_d_off[k] + condensed_index(p, i, j)]
                 t += 1
     return sd, sd_off
 

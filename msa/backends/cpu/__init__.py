@@ -12,7 +12,7 @@ import numpy as np
 
 from msa.backends.cpu import kmers, lcs, sw
 from msa.backends.cpu.align import align_batch
-from msa.kmers import MAX_KMER_DIST, KmerTables
+from msa.distances.kmers import MAX_KMER_DIST, KmerTables
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 from msa.seqdb import _ranges
@@ -78,7 +78,7 @@ class CpuBackend:
 
     # ---- guide-tree stage
     def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray) -> KmerTables:
-        """6-mer struct arrays of every sequence (layout in msa.kmers)."""
+        """6-mer struct arrays of every sequence (layout in msa.distances.kmers)."""
         return kmers.build_kmer_tables(codes, offsets)
 
     def nearest_reference(

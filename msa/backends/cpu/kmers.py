@@ -1,7 +1,7 @@
 """Numba kernels for the guide-tree stage: 6-mer struct arrays, shared counts, distances.
 
 These are the CPU oracles of the CUDA kernels; the array layouts are described in
-:mod:`msa.kmers`. Distances are float64 with one fixed operation order (see
+:mod:`msa.distances.kmers`. Distances are float64 with one fixed operation order (see
 :func:`kmer_distance`), so a kernel compiled with ``--fmad=false`` rounds every
 step the same way and picks the same nearest reference.
 """
@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit, prange
 
 from msa.alphabet import GROUP6
-from msa.kmers import EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerTables
+from msa.distances.condensed import condensed_index, condensed_rows
+from msa.distances.kmers import EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerTables
 
 # MAFFT's protein length-factor constants (anchor A6).
 LENFAC_A = 0.01
@@ -298,28 +299,6 @@ def nearest_reference(
     return best, best_d
 
 
-@njit(cache=True, nogil=True)
-def _condensed_rows(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(group, row) work items of batched condensed matrices, and each group's output offset."""
-    n_groups = len(group_off) - 1
-    out_off = np.zeros(n_groups + 1, dtype=np.int64)
-    n_rows = 0
-    for g in range(n_groups):
-        s = group_off[g + 1] - group_off[g]
-        out_off[g + 1] = out_off[g] + s * (s - 1) // 2
-        n_rows += max(s - 1, 0)
-    row_group = np.empty(n_rows, dtype=np.int64)
-    row_index = np.empty(n_rows, dtype=np.int64)
-    k = 0
-    for g in range(n_groups):
-        s = group_off[g + 1] - group_off[g]
-        for i in range(s - 1):
-            row_group[k] = g
-            row_index[k] = i
-            k += 1
-    return row_group, row_index, out_off
-
-
 @njit(cache=True, nogil=True, parallel=True)
 def kmer_distance_matrix(
     kcodes: np.ndarray,
@@ -338,7 +317,7 @@ def kmer_distance_matrix(
     Group g is ``ids[group_off[g]:group_off[g+1]]``; its matrix (scipy's condensed
     order, pairs i<j row by row) is ``out[out_off[g]:out_off[g+1]]``.
     """
-    row_group, row_index, out_off = _condensed_rows(group_off)
+    row_group, row_index, out_off = condensed_rows(group_off)
     out = np.empty(out_off[-1], dtype=np.float64)
     n_rows = len(row_group)
     workers = max(min(threads, n_rows), 1)
@@ -351,7 +330,7 @@ def kmer_distance_matrix(
             s = group_off[g + 1] - base
             a = ids[base + i]
             _fill_table(table, kcodes, kcounts, start, n_distinct, a, 1, 0)
-            o = out_off[g] + i * s - i * (i + 1) // 2 - i - 1
+            o = out_off[g] + condensed_index(s, i, i + 1) - (i + 1)  # out[o + j] is pair (i, j)
             for j in range(i + 1, s):
                 b = ids[base + j]
                 common = 0

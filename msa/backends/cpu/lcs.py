@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from msa.backends.cpu.kmers import _condensed_rows
+from msa.distances.condensed import condensed_index, condensed_rows
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -122,7 +122,7 @@ def lcs_distance_matrix(
     still above every pair of the same lengths with LCS >= 1. The powers come from
     :func:`pow075_table`, the table the CUDA kernel reads too.
     """
-    row_group, row_index, out_off = _condensed_rows(group_off)
+    row_group, row_index, out_off = condensed_rows(group_off)
     out = np.empty(out_off[-1], dtype=np.float64)
     n_rows = len(row_group)
     max_len = _max_len(offsets, ids)
@@ -141,7 +141,7 @@ def lcs_distance_matrix(
             la = offsets[a + 1] - offsets[a]
             words = max((la + 63) // 64, 1)
             _fill_masks(masks, words, codes, offsets[a], offsets[a + 1])
-            o = out_off[g] + i * s - i * (i + 1) // 2 - i - 1
+            o = out_off[g] + condensed_index(s, i, i + 1) - (i + 1)  # out[o + j] is pair (i, j)
             for j in range(i + 1, s):
                 b = ids[base + j]
                 lb = offsets[b + 1] - offsets[b]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from msa.backends.cpu.kmers import _condensed_rows
+from msa.distances.condensed import condensed_index, condensed_rows
 
 #: Residue codes the substitution matrix covers (msa.alphabet.ALPHABET).
 N_CODES = 24
@@ -102,7 +102,7 @@ def sw_distance_matrix(
     spread over the threads; each row profiles its query once.
     """
     selfs = self_scores(codes, offsets, ids, matrix, gap_open, gap_extend, threads)
-    row_group, row_index, out_off = _condensed_rows(group_off)
+    row_group, row_index, out_off = condensed_rows(group_off)
     out = np.empty(out_off[-1], dtype=np.float64)
     n_rows = len(row_group)
     max_len = 1
@@ -121,7 +121,7 @@ def sw_distance_matrix(
             a = ids[base + i]
             la = offsets[a + 1] - offsets[a]
             _profile(prof, matrix, codes, offsets[a], la)
-            o = out_off[g] + i * s - i * (i + 1) // 2 - i - 1
+            o = out_off[g] + condensed_index(s, i, i + 1) - (i + 1)  # out[o + j] is pair (i, j)
             for j in range(i + 1, s):
                 b = ids[base + j]
                 score = sw_score(prof, la, codes, offsets[b], offsets[b + 1], h, f, gap_open, gap_extend)

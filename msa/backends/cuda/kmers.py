@@ -11,9 +11,10 @@ import numpy as np
 
 from msa import kernels
 from msa.alphabet import GROUP6
-from msa.backends.cuda.memory import DeviceStage, condensed_layout, run_in_pieces
 from msa.backends.cpu.kmers import build_kmer_tables
-from msa.kmers import MAX_COUNT, MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerTables
+from msa.backends.cuda.memory import DeviceStage, condensed_layout, run_in_pieces
+from msa.distances.condensed import condensed_rows
+from msa.distances.kmers import MAX_COUNT, MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerTables
 
 #: Members (threads) per nearest_reference block; one block fills an SM's shared memory.
 NEAREST_THREADS = 1024
@@ -78,7 +79,7 @@ class KmerStage(DeviceStage):
         self._matrix.max_dynamic_shared_size_bytes = MATRIX_SHARED
 
     def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray) -> DeviceKmerTables:
-        """6-mer struct arrays built on the device (layout in msa.kmers; equal to the CPU's)."""
+        """6-mer struct arrays built on the device (layout in msa.distances.kmers; equal to the CPU's)."""
         codes = np.ascontiguousarray(codes, dtype=np.uint8)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
@@ -206,13 +207,8 @@ class KmerStage(DeviceStage):
 
     def _matrix_piece(self, t, ids: np.ndarray, group_off: np.ndarray, cap: float) -> np.ndarray:
         """One launch for the condensed matrices of these groups (host result)."""
-        sizes = np.diff(group_off)
-        rows = np.maximum(sizes - 1, 0)
-        n_rows = int(rows.sum())
-        row_group = np.repeat(np.arange(len(sizes), dtype=np.int64), rows)
-        row_index = np.arange(n_rows, dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)
-        out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes * (sizes - 1) // 2, out=out_off[1:])
+        row_group, row_index, out_off = condensed_rows(group_off)
+        n_rows = len(row_group)
         n_pos = -(-len(ids) // SECTION) * SECTION
         pos_seq = cp.full(n_pos, -1, dtype=cp.int64)
         pos_seq[: len(ids)] = cp.asarray(ids)
@@ -256,7 +252,7 @@ def _sorted_runs(codes: np.ndarray, offsets: np.ndarray, seq0: int) -> tuple[cp.
 
 
 def _interleave(n, run_seq, run_code, run_count, windows, lengths: np.ndarray) -> DeviceKmerTables:
-    """Rank sequences by run count, pad sections and scatter the runs (msa.kmers layout)."""
+    """Rank sequences by run count, pad sections and scatter the runs (msa.distances.kmers layout)."""
     if len(run_seq):
         n_distinct = cp.bincount(run_seq, minlength=n).astype(cp.int32)
     else:

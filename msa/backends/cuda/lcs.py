@@ -8,6 +8,7 @@ from msa import kernels
 from msa.backends.cpu import CpuBackend
 from msa.backends.cpu.lcs import pow075_table
 from msa.backends.cuda.memory import DeviceStage, condensed_in_pieces, run_in_pieces, sequences_on_device
+from msa.distances.condensed import condensed_rows
 
 #: Threads of an LCS tile: one row sequence against up to this many later members of its group.
 LCS_THREADS = 128
@@ -203,12 +204,8 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
     ``long_words`` words) are ``class_off[k] .. class_off[k + 1]``.
     """
     sizes = np.diff(group_off)
-    rows = np.maximum(sizes - 1, 0)
-    n_rows = int(rows.sum())
-    row_group = np.repeat(np.arange(len(sizes), dtype=np.int64), rows)
-    row_index = np.arange(n_rows, dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)
-    out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes * (sizes - 1) // 2, out=out_off[1:])
+    row_group, row_index, out_off = condensed_rows(group_off)
+    n_rows = len(row_group)
     row_tiles = -(-(sizes[row_group] - 1 - row_index) // LCS_THREADS)
     words = np.maximum(-(-lens[group_off[row_group] + row_index] // 64), 1)
     row_class = np.searchsorted(LCS_WORDS, words)

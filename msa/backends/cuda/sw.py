@@ -6,6 +6,7 @@ import numpy as np
 
 from msa import kernels
 from msa.backends.cuda.memory import DeviceStage, condensed_in_pieces, sequences_on_device
+from msa.distances.condensed import condensed_rows
 from msa.params import GapCosts
 
 #: Threads of a Smith-Waterman tile (kernels/sw_distance.cu): one row sequence against up to this many later members.
@@ -78,12 +79,8 @@ def _sw_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
     """Tiles of the condensed SW matrices (row ``r`` against later members ``tile_j0 .. + SW_THREADS``),
     longest row sequence first, so that the grid's last tiles are the cheapest."""
     sizes = np.diff(group_off)
-    rows = np.maximum(sizes - 1, 0)
-    n_rows = int(rows.sum())
-    row_group = np.repeat(np.arange(len(sizes), dtype=np.int64), rows)
-    row_index = np.arange(n_rows, dtype=np.int64) - np.repeat(np.cumsum(rows) - rows, rows)
-    out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes * (sizes - 1) // 2, out=out_off[1:])
+    row_group, row_index, out_off = condensed_rows(group_off)
+    n_rows = len(row_group)
     row_tiles = -(-(sizes[row_group] - 1 - row_index) // SW_THREADS)
     n_tiles = int(row_tiles.sum())
     tile_row = np.repeat(np.arange(n_rows, dtype=np.int64), row_tiles)
