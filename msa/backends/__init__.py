@@ -6,6 +6,8 @@ from types import ModuleType
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from msa.params import DEVICES
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -95,8 +97,8 @@ def get_backend(device: str = "auto", *, quiet: bool = False) -> Backend:
 def prepare_backend(device: str) -> tuple[Callable[[], Backend], str | None]:
     """The backend class for ``device``, imported (the constructor does the device work), and
     for ``auto`` the line that says which one it is (msa.startup makes it on another thread)."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"unknown device {device!r}; choose auto, cpu or cuda")
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; choose {', '.join(DEVICES[:-1])} or {DEVICES[-1]}")
     if device in ("auto", "cuda"):
         reason = _cuda_unavailable_reason()
         if reason is None:

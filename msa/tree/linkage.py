@@ -9,15 +9,12 @@ comparable between PartTree joins and exact subtrees.
 """
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 from numba import njit, prange
 
 from msa.distances.condensed import condensed_index
 from msa.tree.guide_tree import GuideTree
 
-ExactMethod = Literal["upgma", "single"]
 #: MAFFT's PartTree mixes single and average linkage with this weight (sueff, ``-X 0.1``).
 MAFFT_SUEFF = 0.1
 

@@ -44,13 +44,12 @@ from numba import njit
 from msa.distances.condensed import condensed_index
 from msa.distances.kmers import MAX_KMER_DIST, KmerTables
 from msa.alphabet import load_matrix
-from msa.params import AlignParams, gap_costs
+from msa.params import AlignParams, Linkage, gap_costs
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
 from msa.tree.sample_split import cut_sample_trees, sample_positions, splitmix64
 from msa.tree.linkage import (
     MAFFT_SUEFF,
-    ExactMethod,
     balanced_trees,
     batch_linkage,
     finalize,
@@ -68,7 +67,7 @@ def parttree(
     tables: KmerTables,
     params: AlignParams,
     backend,
-    exact_method: ExactMethod = "upgma",
+    exact_method: Linkage = "upgma",
 ) -> GuideTree:
     """PartTree over all of ``db``; groups up to ``params.exact_tree_max`` get exact subtrees."""
     n = len(db)
@@ -113,7 +112,7 @@ class _NodeTable:
 class _ExactQueue:
     """Groups waiting for an exact tree, computed in batches of bounded matrix size."""
 
-    def __init__(self, db, tables, params, backend, method: ExactMethod, nodes: _NodeTable) -> None:
+    def __init__(self, db, tables, params, backend, method: Linkage, nodes: _NodeTable) -> None:
         self.db, self.tables, self.params, self.backend = db, tables, params, backend
         self.method, self.nodes = method, nodes
         self.groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
