@@ -5,6 +5,7 @@ cannot drift apart.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, fields, replace
 from typing import Literal, get_args
@@ -142,11 +143,13 @@ class GapCosts:
     term_extend: int
 
 
+@functools.cache
 def gap_costs(params: AlignParams, n_sequences: int) -> GapCosts:
     """FAMSA's fixed-point gap penalties, rescaled with the number of input sequences.
 
     ``n_sequences`` counts duplicates too, as FAMSA does; below 45 (e.g. 1) the
-    costs are not rescaled (the SW tree distance uses them so).
+    costs are not rescaled (the SW tree distance uses them so). Built once per
+    (params, n): the tree and progressive stages ask for them by value.
     """
     scale = 1.0
     if params.rescale_gaps and n_sequences >= 45:
