@@ -42,11 +42,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO))  # after PYTHONPATH: another copy of msa may be measured
-sys.path.insert(0, str(REPO / "tests" / "gpu"))
 
 from msa.backends.cpu import CpuBackend  # noqa: E402
 from msa.profile import AlignBatch  # noqa: E402
-from test_profile_align_gpu import MATRIX, dense_profile, gaps, profile  # noqa: E402
+from msa.testing import MATRIX, dense_profile, gaps, profile  # noqa: E402
 
 
 def replicated(rng, n_merges: int, n_seqs: int, length: int, distinct: int) -> AlignBatch:
