@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from msa.distances.condensed import condensed_index
+from msa.distances.condensed import condensed_index, condensed_offsets
 from msa.distances.kmers import MAX_KMER_DIST, KmerTables
 from msa.alphabet import load_matrix
 from msa.params import AlignParams, Linkage, gap_costs
@@ -121,16 +121,11 @@ class _ExactQueue:
     def add(self, members: np.ndarray, off: np.ndarray, roots: np.ndarray) -> None:
         if len(roots) == 0:
             return
-        sizes = np.diff(off)
-        pairs = sizes * (sizes - 1) // 2
-        # cut into batches at group boundaries
-        cum = np.cumsum(pairs)
-        cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
-        bounds = np.unique(np.concatenate(([0], cuts, [len(roots)])))
+        bounds, pair_off = _pair_batches(off)
         for a, b in zip(bounds[:-1], bounds[1:]):
             sub_off = off[a : b + 1] - off[a]
             self.groups.append((members[off[a] : off[b]], sub_off, roots[a:b]))
-            self.pairs += int(cum[b - 1] - (cum[a - 1] if a else 0))
+            self.pairs += int(pair_off[b] - pair_off[a])
             if self.pairs >= EXACT_BATCH_PAIRS:
                 self.flush()
 
@@ -281,12 +276,19 @@ def _split_level_sample(db, members, node_off, node_root, params, backend, nodes
     return _emit_clusters(members, cluster, c_node_off, merges, heights, node_root, params, nodes, exact)
 
 
+def _pair_batches(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group bounds of batches of about EXACT_BATCH_PAIRS condensed pairs (cut at groups), and
+    each group's offset in the condensed matrices (its pairs so far)."""
+    pair_off = condensed_offsets(np.ascontiguousarray(group_off, dtype=np.int64))
+    cum = pair_off[1:]
+    cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
+    return np.unique(np.concatenate(([0], cuts, [len(group_off) - 1]))), pair_off
+
+
 def _sample_trees(db, sample, sample_off, backend) -> tuple[np.ndarray, np.ndarray]:
     """Exact single-linkage trees of every node's sample, in batches of at most EXACT_BATCH_PAIRS pairs."""
     sizes = np.diff(sample_off)
-    cum = np.cumsum(sizes * (sizes - 1) // 2)
-    cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
-    bounds = np.unique(np.concatenate(([0], cuts, [len(sizes)])))
+    bounds, _ = _pair_batches(sample_off)
     merges = np.empty((sample_off[-1] - len(sizes), 2), dtype=np.int64)
     heights = np.empty(sample_off[-1] - len(sizes))
     for a, b in zip(bounds[:-1], bounds[1:]):
@@ -401,10 +403,7 @@ def _thin_picks(pick_d, pick_d_off, pick_off, maxdist, factor) -> np.ndarray:
 def _survivor_condensed(pick_d, pick_d_off, pick_off, survive, surv_off):
     """Each node's surviving picks' rows and columns of its pick x pick matrix, stacked."""
     n_nodes = len(pick_off) - 1
-    sd_off = np.zeros(n_nodes + 1, dtype=np.int64)
-    for k in range(n_nodes):
-        s = surv_off[k + 1] - surv_off[k]
-        sd_off[k + 1] = sd_off[k] + s * (s - 1) // 2
+    sd_off = condensed_offsets(surv_off)
     sd = np.empty(sd_off[-1])
     for k in range(n_nodes):
         p0 = pick_off[k]
@@ -430,10 +429,7 @@ def _link_condensed(link, link_off, surv_off):
     sees the whole clusters, not only their survivors.
     """
     n_nodes = len(surv_off) - 1
-    sd_off = np.zeros(n_nodes + 1, dtype=np.int64)
-    for k in range(n_nodes):
-        s = surv_off[k + 1] - surv_off[k]
-        sd_off[k + 1] = sd_off[k] + s * (s - 1) // 2
+    sd_off = condensed_offsets(surv_off)
     sd = np.empty(sd_off[-1])
     for k in range(n_nodes):
         s = surv_off[k + 1] - surv_off[k]

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from msa.alphabet import GROUP6
-from msa.distances.condensed import condensed_index, condensed_rows
+from msa.distances.condensed import condensed_row, condensed_rows
 from msa.distances.kmers import EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerTables
 
 # MAFFT's protein length-factor constants (anchor A6).
@@ -324,13 +324,9 @@ def kmer_distance_matrix(
     for w in prange(workers):
         table = np.zeros(N_KMERS, dtype=np.uint16)
         for t in range(w, n_rows, workers):
-            g = row_group[t]
-            i = row_index[t]
-            base = group_off[g]
-            s = group_off[g + 1] - base
+            i, base, s, o = condensed_row(t, row_group, row_index, group_off, out_off)
             a = ids[base + i]
             _fill_table(table, kcodes, kcounts, start, n_distinct, a, 1, 0)
-            o = out_off[g] + condensed_index(s, i, i + 1) - (i + 1)  # out[o + j] is pair (i, j)
             for j in range(i + 1, s):
                 b = ids[base + j]
                 common = 0

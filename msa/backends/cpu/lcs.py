@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from msa.distances.condensed import condensed_index, condensed_rows
+from msa.distances.condensed import condensed_row, condensed_rows
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -133,15 +133,11 @@ def lcs_distance_matrix(
         masks = np.zeros(20 * max_words, dtype=np.uint64)
         v = np.empty(max_words, dtype=np.uint64)
         for t in range(w, n_rows, workers):
-            g = row_group[t]
-            i = row_index[t]
-            base = group_off[g]
-            s = group_off[g + 1] - base
+            i, base, s, o = condensed_row(t, row_group, row_index, group_off, out_off)
             a = ids[base + i]
             la = offsets[a + 1] - offsets[a]
             words = max((la + 63) // 64, 1)
             _fill_masks(masks, words, codes, offsets[a], offsets[a + 1])
-            o = out_off[g] + condensed_index(s, i, i + 1) - (i + 1)  # out[o + j] is pair (i, j)
             for j in range(i + 1, s):
                 b = ids[base + j]
                 lb = offsets[b + 1] - offsets[b]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from msa.distances.condensed import condensed_index, condensed_rows
+from msa.distances.condensed import condensed_row, condensed_rows
 
 #: Residue codes the substitution matrix covers (msa.alphabet.ALPHABET).
 N_CODES = 24
@@ -114,14 +114,10 @@ def sw_distance_matrix(
         h = np.empty(max_len, dtype=np.int64)
         f = np.empty(max_len, dtype=np.int64)
         for t in range(w, n_rows, workers):
-            g = row_group[t]
-            i = row_index[t]
-            base = group_off[g]
-            s = group_off[g + 1] - base
+            i, base, s, o = condensed_row(t, row_group, row_index, group_off, out_off)
             a = ids[base + i]
             la = offsets[a + 1] - offsets[a]
             _profile(prof, matrix, codes, offsets[a], la)
-            o = out_off[g] + condensed_index(s, i, i + 1) - (i + 1)  # out[o + j] is pair (i, j)
             for j in range(i + 1, s):
                 b = ids[base + j]
                 score = sw_score(prof, la, codes, offsets[b], offsets[b + 1], h, f, gap_open, gap_extend)

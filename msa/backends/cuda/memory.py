@@ -11,6 +11,7 @@ from collections.abc import Callable
 import cupy as cp
 import numpy as np
 
+from msa.distances.condensed import condensed_offsets
 from msa.seqdb import _ranges
 
 #: Share of the free device memory one piece of work may plan to use.
@@ -40,11 +41,8 @@ def sequences_on_device(
 
 def condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Group sizes, pairs per group, the condensed output array and each group's offset in it."""
-    sizes = np.diff(group_off)
-    pairs = sizes * (sizes - 1) // 2
-    out_off = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(pairs, out=out_off[1:])
-    return sizes, pairs, np.empty(out_off[-1], dtype=np.float64), out_off
+    out_off = condensed_offsets(group_off)
+    return np.diff(group_off), np.diff(out_off), np.empty(out_off[-1], dtype=np.float64), out_off
 
 
 def free_bytes() -> int:
