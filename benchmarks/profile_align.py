@@ -42,11 +42,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO))  # after PYTHONPATH: another copy of msa may be measured
-sys.path.insert(0, str(REPO / "tests" / "gpu"))
 
 from msa.backends.cpu import CpuBackend  # noqa: E402
 from msa.profile import AlignBatch  # noqa: E402
-from test_profile_align_gpu import MATRIX, dense_profile, gaps, profile  # noqa: E402
+from msa.testing import MATRIX, dense_profile, gaps, profile  # noqa: E402
 
 
 def replicated(rng, n_merges: int, n_seqs: int, length: int, distinct: int) -> AlignBatch:
@@ -150,17 +149,17 @@ def main() -> None:
     args = ap.parse_args()
     import cupy as cp
 
-    import msa.backends.cuda
     from msa.backends.cuda import CudaBackend
+    from msa.backends.cuda import align as cuda_align
 
     if args.one_block:
-        msa.backends.cuda.DP_PIPELINE = False
+        cuda_align.DP_PIPELINE = False
     if args.pipe_threads:
-        msa.backends.cuda.DP_PIPE_THREADS = args.pipe_threads
+        cuda_align.DP_PIPE_THREADS = args.pipe_threads
     if args.wavefront:
-        msa.backends.cuda.DP_SCAN = False
+        cuda_align.DP_SCAN = False
     if args.scan:
-        msa.backends.cuda.SCAN_THREADS, msa.backends.cuda.SCAN_K = (int(v) for v in args.scan.split(","))
+        cuda_align.SCAN_THREADS, cuda_align.SCAN_K = (int(v) for v in args.scan.split(","))
 
     gpu, cpu = CudaBackend(), CpuBackend()
     timers = _wrap_kernels(gpu)

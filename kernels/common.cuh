@@ -1,11 +1,11 @@
 // Helpers shared by the kernels. Kept small: constants and the one float formula
-// that must round exactly like the CPU oracle (msa/backends/cpu_kmers.py).
+// that must round exactly like the CPU oracle (msa/backends/cpu/kmers.py).
 #pragma once
 
 #define KMER_SECTION 32          // sequences per interleaved section (one warp)
 #define KMER_TABLE_SIZE 46656    // 6^6 six-mer codes
 
-// MAFFT's protein length-factor constants (anchor A6), as in cpu_kmers.py.
+// MAFFT's protein length-factor constants (anchor A6), as in msa/backends/cpu/kmers.py.
 #define LENFAC_A 0.01
 #define LENFAC_B 10000.0
 #define LENFAC_C 10000.0
@@ -13,7 +13,7 @@
 #define EMPTY_DISTANCE 1.0
 
 // MAFFT's PartTree 6-mer distance, capped at cap. Same operations in the same
-// order as cpu_kmers.kmer_distance; the loader compiles with --fmad=false, and
+// order as cpu/kmers.kmer_distance; the loader compiles with --fmad=false, and
 // double '/' is IEEE round-to-nearest in CUDA, so every step rounds the same.
 __device__ __forceinline__ double kmer_distance(long long common, long long self_a, long long self_b,
                                                 long long len_a, long long len_b, double cap) {

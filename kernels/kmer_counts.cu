@@ -1,4 +1,4 @@
-// Shared-6-mer counts and MAFFT 6-mer distances between struct arrays (msa/kmers.py).
+// Shared-6-mer counts and MAFFT 6-mer distances between struct arrays (msa/distances/kmers.py).
 //
 // Data: every sequence is a sorted list of (6-mer code, count) runs. The kernels
 // read *members* from a per-call repacked copy (`repack`): the call's members, in
@@ -210,7 +210,7 @@ extern "C" __global__ void kmer_distance_matrix(
             table16[kcodes[q]] = kcounts[q];
         }
         __syncthreads();
-        const long long o = out_off[g] + i * s - i * (i + 1) / 2 - i - 1;
+        const long long o = out_off[g] + i * s - i * (i + 1) / 2 - i - 1;  // o + j: condensed_index, msa/distances/condensed.py
         for (long long j = i + 1 + threadIdx.x; j < s; j += blockDim.x) {
             const long long p = b0 + j;
             const long long b = ids[p];

@@ -1,5 +1,5 @@
 // FAMSA's indel075_div_lcs distance for all pairs of many groups (the CPU oracle is
-// msa/backends/cpu_kmers.py: lcs_distance_matrix and _lcs_length).
+// msa/backends/cpu/lcs.py: lcs_distance_matrix and _lcs_length).
 //
 // Work unit: a tile = one row sequence a (position i of its group) against up to
 // blockDim.x of the later members j > i, one thread per pair. The block builds a's
@@ -33,7 +33,7 @@ __device__ __forceinline__ Tile tile_at(long long t, const long long* tile_row, 
     x.s = group_off[x.g + 1] - x.base;
     x.a = x.base + x.i;
     x.la = seq_off[x.a + 1] - seq_off[x.a];
-    x.o = out_off[x.g] + x.i * x.s - x.i * (x.i + 1) / 2 - x.i - 1;  // condensed row start (+ j)
+    x.o = out_off[x.g] + x.i * x.s - x.i * (x.i + 1) / 2 - x.i - 1;  // o + j: condensed_index, msa/distances/condensed.py
     return x;
 }
 
@@ -148,7 +148,7 @@ extern "C" __global__ void lcs_tiles_long(LCS_ARGS, long long words, int global_
     }
 }
 
-// ---- Nearest sample (CPU oracle: msa/backends/cpu_lcs_tree.py, lcs_nearest_sample).
+// ---- Nearest sample (CPU oracle: msa/backends/cpu/lcs.py, lcs_nearest_sample).
 //
 // A piece's sequences are its members sorted by node, then the references of those nodes.
 // Node g: members node_mem[g] .. + node_nmem[g], references node_ref[g] .. + node_nref[g]

@@ -1,4 +1,4 @@
-// FAMSA 2's profile-profile Gotoh DP on the GPU, integer-exact with msa/backends/cpu_align.py.
+// FAMSA 2's profile-profile Gotoh DP on the GPU, integer-exact with msa/backends/cpu/align.py.
 //
 // Kernels per piece of a level batch (profiles stay on the device between levels):
 //  column_setup  one thread per input column: the per-column terms dp_path precomputes
@@ -35,7 +35,7 @@
 //                L2 round trip per tile instead of one per step.
 //  build_parent  one block per merge, one thread per path step: block scans of the path give
 //                each step its (i, j); a column's counts depend only on its own step, the
-//                step before and the run-start counts (cpu_align.build_parent, unrolled).
+//                step before and the run-start counts (cpu/align.build_parent, unrolled).
 // Scores are int64 with -inf = -2**62, the same formulas and comparison order as
 // dp_path, so ties resolve identically.
 
@@ -132,7 +132,7 @@ extern "C" __global__ void column_setup(
 }
 
 // One block (MI_THREADS) per merge: info fields I_OFF1..I_SEQSEQ. P1 is FAMSA's choice
-// (cpu_align._first_is_p1): a sequence, else the profile with fewer nonzero cells per column.
+// (cpu/align._first_is_p1): a sequence, else the profile with fewer nonzero cells per column.
 #define MI_THREADS 128
 extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
     const long long* __restrict__ col_off, const long long* __restrict__ n_seqs,
@@ -564,7 +564,7 @@ extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, const
 // Two barriers a row; the chunk's last column of each row goes to the chunk on its right
 // through the boundary rows and counters of dp_pipe (the same tickets, so no deadlock).
 // Cell scores come from cell_scores, written in this frame (frame = 1 there).
-#ifndef SCAN_THREADS  // the loader passes msa.backends.cuda's SCAN_THREADS and SCAN_K
+#ifndef SCAN_THREADS  // the loader passes msa.backends.cuda.align's SCAN_THREADS and SCAN_K
 #define SCAN_THREADS 128
 #endif
 #ifndef SCAN_K
@@ -884,7 +884,7 @@ __device__ __forceinline__ void start_counts(const int* c, long long w, long lon
 }
 
 // Typed counts of a gap column inserted into a profile (c, w, n) before its column i, as
-// cpu_align.build_parent's walk gives them. A run's first column: _start_counts (or all
+// cpu/align.build_parent's walk gives them. A run's first column: _start_counts (or all
 // terminal opens at i == 0). Later columns of the run (run = the step before was the same
 // state): the walk's l* recurrence settles after one step on (0, o + e, 0, to + te) of the
 // run's first column, since o + e + to + te = n; at either end all n are terminal extensions.
@@ -901,7 +901,7 @@ __device__ __forceinline__ void gap_counts(const int* c, long long w, long long 
     }
 }
 
-// One block (BP_THREADS) per merge: cpu_align.build_parent with one thread per path step.
+// One block (BP_THREADS) per merge: cpu/align.build_parent with one thread per path step.
 // A step's P1/P2 columns (i, j) are block prefix sums of the steps before it. Column i of
 // P1 is re-typed (shift of GO into GE, TGO into TGE) only right after a gap run in P1,
 // which started at that same i (the walk resets the shifts at every other step); the

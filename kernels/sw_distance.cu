@@ -1,5 +1,5 @@
 // Smith-Waterman (local, Gotoh affine) score distances for all pairs of many groups; the CPU
-// oracle is msa/backends/cpu_sw.py (sw_score, sw_distance, sw_distance_matrix).
+// oracle is msa/backends/cpu/sw.py (sw_score, sw_distance, sw_distance_matrix).
 //
 // Thread mapping: one thread per pair, score only. A tile (as lcs_distance.cu's) is one row
 // sequence a (member i of its group) against up to blockDim.x later members j > i; thread x
@@ -19,7 +19,7 @@
 // extend wins their max), and the pad columns score 0: their cells only copy values of real
 // cells through gaps and a 0 score, so they never exceed the best real cell. Every value is
 // then in [open + extend, max|M| * (min(la, lb) + 1)], so T = int is exact when the host's
-// bound check holds (cuda.py: _sw_fits_int32); otherwise T = long long.
+// bound check holds (msa/backends/cuda/sw.py: _sw_fits_int32); otherwise T = long long.
 //
 // d = 1 - S / min(self_a, self_b) (one IEEE division, one subtraction; --fmad=false), 1.0
 // where min(self) <= 0, clamped to [0, 1]: bit-identical to the CPU's.
@@ -164,7 +164,7 @@ __device__ __forceinline__ void sw_tiles(const unsigned char* __restrict__ codes
         const long long a_lo = seq_off[a], b_lo = seq_off[b];
         const T score = sw_score<T>(codes, a_lo, seq_off[a + 1] - a_lo, b_lo, seq_off[b + 1] - b_lo, sm, open, ext,
                                     cross, stride);
-        const long long o = out_off[g] + i * s - i * (i + 1) / 2 - i - 1;
+        const long long o = out_off[g] + i * s - i * (i + 1) / 2 - i - 1;  // o + j: condensed_index, msa/distances/condensed.py
         out[o + j] = sw_distance((long long)score, self[a], self[b]);
     }
 }

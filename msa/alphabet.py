@@ -63,10 +63,11 @@ def encode(raw: np.ndarray) -> np.ndarray:
 def load_matrix(name: str) -> np.ndarray:
     """A 24x24 int64 score table in ALPHABET order, entries x1000 rounded half away from zero.
 
-    Matrices come from the ``scoring-matrices`` package. Rows it lacks are filled
-    the usual way: B and Z as the mean of their two residues, X as the mean over
-    the 20 standard residues, ``*`` as the table's minimum (and its maximum on the
-    diagonal).
+    Loaded once per name (cached): the CLI's early check, the SW tree distance
+    and the progressive stage share one table. Matrices come from the
+    ``scoring-matrices`` package. Rows it lacks are filled the usual way: B and Z
+    as the mean of their two residues, X as the mean over the 20 standard
+    residues, ``*`` as the table's minimum (and its maximum on the diagonal).
     """
     from scoring_matrices import ScoringMatrix
 

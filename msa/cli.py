@@ -21,21 +21,23 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from msa.alphabet import load_matrix
-from msa.backends import BackendStart, BackendUnavailable
+from msa.backends import BackendUnavailable
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
-from msa.params import MST_TREE_MAX, AlignParams
+from msa.params import DEVICES, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, PARTTREE_SPLITS, TREE_DISTANCES, AlignParams
 from msa.progress import Progress
+from msa.startup import BackendStart
 
 _D = AlignParams()
-_TREE_METHODS = ("auto", "parttree", "upgma", "single")
 _NEWICK_SUFFIXES = (".nwk", ".newick", ".tree", ".tre", ".dnd")
 
 Format = enum.Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
-DeviceChoice = enum.Enum("DeviceChoice", {d: d for d in ("auto", "cpu", "cuda")}, type=str)  # type: ignore[misc]
-TreeMethod = enum.Enum("TreeMethod", {m: m for m in _TREE_METHODS}, type=str)  # type: ignore[misc]
-DistanceChoice = enum.Enum("DistanceChoice", {d: d for d in ("lcs", "kmer", "sw")}, type=str)  # type: ignore[misc]
-SplitChoice = enum.Enum("SplitChoice", {d: d for d in ("sample", "picks")}, type=str)  # type: ignore[misc]
-LinkageChoice = enum.Enum("LinkageChoice", {d: d for d in ("single", "upgma")}, type=str)  # type: ignore[misc]
+# typer shows an Enum's members as the choices; they come from params' tuples.
+DeviceChoice = enum.Enum("DeviceChoice", {d: d for d in DEVICES}, type=str)  # type: ignore[misc]
+TreeMethod = enum.Enum("TreeMethod", {m: m for m in GUIDE_TREE_METHODS}, type=str)  # type: ignore[misc]
+#: --parttree-distance offers sw too; AlignParams rejects it with a one-line error.
+DistanceChoice = enum.Enum("DistanceChoice", {d: d for d in TREE_DISTANCES}, type=str)  # type: ignore[misc]
+SplitChoice = enum.Enum("SplitChoice", {d: d for d in PARTTREE_SPLITS}, type=str)  # type: ignore[misc]
+LinkageChoice = enum.Enum("LinkageChoice", {d: d for d in LINKAGES}, type=str)  # type: ignore[misc]
 
 app = typer.Typer(
     name="msa",
@@ -279,13 +281,13 @@ def score(
 
 def _tree_choice(value: str) -> dict[str, str]:
     """``--tree``: a method name, or the path of a Newick file to align along."""
-    if value in _TREE_METHODS:
+    if value in GUIDE_TREE_METHODS:
         return {"guide_tree": value}
     if os.path.isfile(value):
         return {"tree_file": value}
     if value.lower().endswith(_NEWICK_SUFFIXES):
         raise FileNotFoundError(2, "No such file or directory", value)
-    raise ValueError(f"--tree {value!r}: choose {', '.join(_TREE_METHODS)} or an existing Newick file")
+    raise ValueError(f"--tree {value!r}: choose {', '.join(GUIDE_TREE_METHODS)} or an existing Newick file")
 
 
 def _newick_bytes(guide: object, names: list[str]) -> bytes:

@@ -5,9 +5,10 @@ cannot drift apart.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Literal
+from typing import Literal, get_args
 
 #: Default mst_tree_max per backend: FAMSA's exact single-linkage LCS tree up to
 #: this many sequences. On one H100 Prim's MST takes ~0.3 s at 10^4 sequences and
@@ -19,12 +20,24 @@ MST_TREE_MAX = {"cuda": 200_000, "cpu": 4096}
 #: (FAMSA's ``cost_cast_factor``), so CPU and GPU do the same arithmetic.
 FIXED_POINT = 1000
 
+# The choices of each option, defined once: the type, and its values as a tuple for
+# the CLI's choices and AlignParams' validation (in the order the CLI lists them).
 GuideTreeMethod = Literal["auto", "parttree", "upgma", "single"]
-TreeDistance = Literal["kmer", "lcs", "sw"]
+TreeDistance = Literal["lcs", "kmer", "sw"]
+#: PartTree's splits take the LCS or the 6-mer distance only.
+PartTreeDistance = Literal["lcs", "kmer"]
 Linkage = Literal["single", "upgma"]
 Device = Literal["auto", "cpu", "cuda"]
 PickTree = Literal["mafft", "single", "link"]
-PartTreeSplit = Literal["picks", "sample"]
+PartTreeSplit = Literal["sample", "picks"]
+
+GUIDE_TREE_METHODS: tuple[GuideTreeMethod, ...] = get_args(GuideTreeMethod)
+TREE_DISTANCES: tuple[TreeDistance, ...] = get_args(TreeDistance)
+PARTTREE_DISTANCES: tuple[PartTreeDistance, ...] = get_args(PartTreeDistance)
+LINKAGES: tuple[Linkage, ...] = get_args(Linkage)
+DEVICES: tuple[Device, ...] = get_args(Device)
+PICK_TREES: tuple[PickTree, ...] = get_args(PickTree)
+PARTTREE_SPLITS: tuple[PartTreeSplit, ...] = get_args(PartTreeSplit)
 
 
 @dataclass(frozen=True)
@@ -43,7 +56,7 @@ class AlignParams:
     partsize: int = 50
     #: Distance of PartTree's split decisions (reference sort, picks, assignment,
     #: the tree over picks): FAMSA's LCS distance, or MAFFT's original 6-mer distance.
-    parttree_distance: TreeDistance = "lcs"
+    parttree_distance: PartTreeDistance = "lcs"
     #: PartTree drops a pick closer than this times the node's largest distance
     #: to an earlier pick (MAFFT: 0.7; 0 keeps every pick).
     thin_factor: float = 0.7
@@ -72,7 +85,7 @@ class AlignParams:
     #: Distance of the exact trees: FAMSA's indel075_div_lcs (more accurate on
     #: BaliFam, see benchmarks/NOTES.md), MAFFT's 6-mer distance, or ``sw``:
     #: 1 - S(a,b) / min(S(a,a), S(b,b)) with S the Smith-Waterman (local, affine)
-    #: score under ``matrix`` and the unrescaled gap costs (msa.backends.cpu_sw;
+    #: score under ``matrix`` and the unrescaled gap costs (msa.backends.cpu.sw;
     #: MAFFT's DPPartTree distance with a local score). PartTree's splits take
     #: only lcs or kmer (``parttree_distance``).
     distance: TreeDistance = "lcs"
@@ -96,25 +109,25 @@ class AlignParams:
             raise ValueError(f"mst_tree_max must be at least 2, got {self.mst_tree_max}")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
-        if self.guide_tree not in ("auto", "parttree", "upgma", "single"):
+        if self.guide_tree not in GUIDE_TREE_METHODS:
             raise ValueError(f"unknown guide tree method {self.guide_tree!r}")
         if not 0.0 <= self.thin_factor < 1.0:
             raise ValueError(f"thin_factor must be in [0, 1), got {self.thin_factor}")
-        if self.pick_tree not in ("mafft", "single", "link"):
+        if self.pick_tree not in PICK_TREES:
             raise ValueError(f"unknown pick tree {self.pick_tree!r}")
-        if self.parttree_split not in ("picks", "sample"):
+        if self.parttree_split not in PARTTREE_SPLITS:
             raise ValueError(f"unknown PartTree split {self.parttree_split!r}")
         if self.split_sample < 2:
             raise ValueError(f"split_sample must be at least 2, got {self.split_sample}")
         if self.split_cluster_max < 2:
             raise ValueError(f"split_cluster_max must be at least 2, got {self.split_cluster_max}")
-        if self.parttree_distance not in ("kmer", "lcs"):
+        if self.parttree_distance not in PARTTREE_DISTANCES:
             raise ValueError(f"unknown PartTree distance {self.parttree_distance!r}")
-        if self.linkage not in ("single", "upgma"):
+        if self.linkage not in LINKAGES:
             raise ValueError(f"unknown linkage {self.linkage!r}")
-        if self.distance not in ("kmer", "lcs", "sw"):
+        if self.distance not in TREE_DISTANCES:
             raise ValueError(f"unknown distance {self.distance!r}")
-        if self.device not in ("auto", "cpu", "cuda"):
+        if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}")
 
     def with_(self, **changes: object) -> "AlignParams":
@@ -139,11 +152,13 @@ class GapCosts:
     term_extend: int
 
 
+@functools.cache
 def gap_costs(params: AlignParams, n_sequences: int) -> GapCosts:
     """FAMSA's fixed-point gap penalties, rescaled with the number of input sequences.
 
     ``n_sequences`` counts duplicates too, as FAMSA does; below 45 (e.g. 1) the
-    costs are not rescaled (the SW tree distance uses them so).
+    costs are not rescaled (the SW tree distance uses them so). Built once per
+    (params, n): the tree and progressive stages ask for them by value.
     """
     scale = 1.0
     if params.rescale_gaps and n_sequences >= 45:

@@ -3,67 +3,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
+from msa.alignment import AlignedRows
 from msa.alphabet import load_matrix
 from msa.backends import Backend, get_backend
 from msa.params import AlignParams, gap_costs
 from msa.progress import current
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, build_guide_tree, read_newick
-
-
-@dataclass
-class AlignedRows:
-    """A finished alignment in input order, kept as the final column of every residue.
-
-    Record ``i`` is sequence ``index[i]`` of ``distinct`` (sequence ``i`` without an
-    index: duplicates are aligned once and share it). The FASTA writer places
-    the residues straight into its output blocks (``place``), so an output of
-    10^6 rows x 4 x 10^4 columns is never held whole; ``rows`` builds them all,
-    for the other formats and the API.
-    """
-
-    names: list[str]
-    descriptions: list[str]
-    distinct: SeqDB
-    columns: np.ndarray  # int64, the column of every residue of ``distinct`` (its codes' layout)
-    width: int
-    index: np.ndarray | None = None
-
-    def _ids(self, lo: int, hi: int) -> np.ndarray:
-        return np.arange(lo, hi) if self.index is None else self.index[lo:hi]
-
-    def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None:
-        """Put the residues of records ``lo..hi`` into the wrapped rows of ``flat`` (b'-' again if ``clear``)."""
-        from msa.rows import place_residues
-
-        db = self.distinct
-        place_residues(flat, line, width, self._ids(lo, hi), db.offsets, self.columns, db.residues, clear)
-
-    def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
-             template: np.ndarray, width: int, lo: int, hi: int) -> None:
-        """Write records ``lo..hi`` whole into ``out`` (a window of a mapped output file; see
-        msa.rows.fill_records; ``rec_off`` and ``head_off`` are theirs)."""
-        from msa.rows import fill_records
-
-        db = self.distinct
-        ids = self._ids(lo, hi)
-        fill_records(out, rec_off, heads, head_off, template, width, ids, db.offsets, self.columns, db.residues)
-
-    @property
-    def rows(self) -> np.ndarray:
-        """All ``(n, width)`` uint8 rows (letters and b'-'), one per record."""
-        from msa.rows import gapped_rows
-
-        return gapped_rows(self.distinct, self.columns, self.width, self._ids(0, len(self.names)))
-
-    def row(self, i: int) -> str:
-        from msa.rows import gapped_rows
-
-        return gapped_rows(self.distinct, self.columns, self.width, self._ids(i, i + 1))[0].tobytes().decode("ascii")
 
 
 def align_db(

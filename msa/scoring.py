@@ -1,4 +1,4 @@
-"""Alignment accuracy (SP/Q and TC against a reference) and the alignment invariant checker.
+"""Alignment accuracy: SP/Q and TC against a reference (the invariant checker is msa.alignment's).
 
 The scores follow Robert Edgar's qscore (``FastQ`` in ``rcedgar/qscore``
 ``src/fastq.cpp``), which is how BAliBASE and BaliFam numbers are published:
@@ -26,14 +26,12 @@ Everything is whole-array NumPy over the flat residues of the reference rows.
 """
 from __future__ import annotations
 
-import mmap
-import os
 from dataclasses import asdict, dataclass
 from os import PathLike
 
 import numpy as np
 
-from msa.alphabet import GAP_BYTES
+from msa.io.fasta import read_aligned_fasta
 
 #: qscore's gap characters.
 SCORE_GAPS = b"-.~+#"
@@ -56,46 +54,6 @@ class Score:
     correct_pairs: int
     columns: int
     correct_columns: int
-
-
-def read_fasta(path: str | PathLike[str], keep: set[str] | None = None) -> dict[str, bytes]:
-    """Name -> row bytes of a FASTA file, case and gaps kept (references need both).
-
-    ``keep``: only these names get their rows (every name is still checked for
-    duplicates). The file is memory-mapped and only kept rows are copied, so
-    scoring 2,000 reference rows inside an alignment of 10^6 rows of 10^4
-    columns reads the file once instead of holding it twice.
-
-    Raises:
-        ValueError: on a duplicated name or text before the first header.
-    """
-    records: dict[str, bytes] = {}
-    seen: set[str] = set()
-    with open(path, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size == 0:
-            return records
-        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    with data:
-        size = len(data)
-        pos = data.find(b">")
-        if pos < 0 or data[:pos].strip():
-            raise ValueError(f"{path}: not FASTA (no '>' header first)")
-        while pos >= 0:
-            line_end = data.find(b"\n", pos)
-            line_end = size if line_end < 0 else line_end
-            nxt = data.find(b"\n>", line_end)
-            end = size if nxt < 0 else nxt
-            words = data[pos + 1 : line_end].split()
-            pos = nxt + 1 if nxt >= 0 else -1
-            if not words:
-                continue
-            name = words[0].decode()
-            if name in seen:
-                raise ValueError(f"{path}: duplicated sequence name {name!r}")
-            seen.add(name)
-            if keep is None or name in keep:
-                records[name] = b"".join(data[line_end:end].split())
-    return records
 
 
 def _as_bytes(row: bytes | str) -> bytes:
@@ -191,55 +149,5 @@ def score_files(test_path: str | PathLike[str], ref_path: str | PathLike[str]) -
     Returns:
         ``sp``, ``tc``, ``ref_pairs``, ``correct_pairs``, ``columns``, ``correct_columns``.
     """
-    ref = read_fasta(ref_path)
-    return asdict(score_alignments(read_fasta(test_path, keep=set(ref)), ref))
-
-
-def check_alignment(
-    inputs: list[tuple[str, bytes]], names: list[str], rows: list[bytes] | np.ndarray
-) -> None:
-    """Assert the invariants every alignment must keep, so that tests fail with a clear reason.
-
-    Rows must all have one width, name the inputs in input order, and give back each
-    input sequence byte for byte once gaps (``-`` and ``.``, removed from the inputs
-    too, as the reader does) are dropped.
-
-    Raises:
-        AssertionError: naming the first row that breaks an invariant.
-    """
-    in_names = [n for n, _ in inputs]
-    assert len(names) == len(in_names), f"{len(names)} names for {len(in_names)} input sequences"
-    if names != in_names:
-        i = next(i for i, (a, b) in enumerate(zip(names, in_names)) if a != b)
-        raise AssertionError(f"row {i} is named {names[i]!r}, input {i} is {in_names[i]!r}")
-    if isinstance(rows, np.ndarray):
-        assert rows.ndim == 2, f"rows array has {rows.ndim} dimensions, not 2"
-        mat = np.ascontiguousarray(rows, dtype=np.uint8)
-    else:
-        assert len(rows) == len(names), f"{len(rows)} rows for {len(names)} names"
-        widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        odd = np.flatnonzero(widths != widths[0]) if widths.size else widths
-        assert not odd.size, (f"row {odd[0]} ({names[odd[0]]!r}) is {widths[odd[0]]} wide, "
-                              f"row 0 is {widths[0]}")
-        mat = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), -1)
-    assert mat.shape[0] == len(names), f"{mat.shape[0]} rows for {len(names)} names"
-    gap = np.zeros(256, dtype=bool)
-    gap[np.frombuffer(GAP_BYTES, dtype=np.uint8)] = True
-    res = ~gap[mat]
-    got = mat[res]
-    raw = np.frombuffer(b"".join(s for _, s in inputs), dtype=np.uint8)
-    want = raw[~gap[raw]]
-    in_len = np.bincount(
-        np.repeat(np.arange(len(inputs)), [len(s) for _, s in inputs])[~gap[raw]],
-        minlength=len(inputs),
-    )
-    row_len = res.sum(axis=1)
-    bad = np.flatnonzero(row_len != in_len)
-    if bad.size:
-        i = bad[0]
-        raise AssertionError(f"row {i} ({names[i]!r}) has {row_len[i]} residues, input has {in_len[i]}")
-    diff = np.flatnonzero(got != want)
-    if diff.size:
-        i = int(np.searchsorted(np.cumsum(in_len), diff[0], side="right"))
-        raise AssertionError(f"row {i} ({names[i]!r}) degapped differs from its input "
-                             f"at residue {diff[0] - (np.cumsum(in_len)[i] - in_len[i])}")
+    ref = read_aligned_fasta(ref_path)
+    return asdict(score_alignments(read_aligned_fasta(test_path, keep=set(ref)), ref))

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import sys
-import threading
 from types import ModuleType
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from msa.params import DEVICES
+
 if TYPE_CHECKING:
     import numpy as np
 
-    from msa.kmers import KmerTables
+    from msa.distances.kmers import KmerTables
     from msa.profile import AlignBatch, AlignResult
 
 
@@ -22,12 +23,23 @@ class Backend(Protocol):
     """Batch operations named after pipeline steps.
 
     Every implementation returns the same integers for the same input; the CPU
-    backend is the oracle for the CUDA one.
+    backend is the oracle for the CUDA one. Each backend is a package with one
+    module per stage (``kmers``, ``lcs``, ``sw``, ``align``), the CUDA module
+    beside its CPU oracle of the same name.
+
+    Delegation: a backend may answer a stage by calling the CPU backend where it
+    has no kernel yet, since the results are equal by construction. Only these do,
+    in :mod:`msa.backends.cuda.lcs`:
+
+    * ``lcs_nearest_reference``: PartTree's picks split with link matrices (not the
+      default sampled split, which runs ``lcs_nearest_sample`` on the device);
+    * ``lcs_prim_mst``, only for a group holding a sequence of ~50k residues or more,
+      whose masks do not fit in the kernel's shared memory.
     """
 
     name: str
 
-    # Guide-tree stage (see msa.kmers for the struct-array layout, msa.tree.parttree
+    # Guide-tree stage (see msa.distances.kmers for the struct-array layout, msa.tree.parttree
     # for how the batches are formed). Condensed matrices use scipy's pair order;
     # group g's matrix is out[out_off[g]:out_off[g+1]].
     def kmer_tables(self, codes, offsets) -> KmerTables: ...
@@ -38,12 +50,12 @@ class Backend(Protocol):
         self, tables, ids, group_off, cap: float = ...
     ) -> tuple[np.ndarray, np.ndarray]: ...
     def lcs_distance_matrix(self, codes, offsets, ids, group_off) -> tuple[np.ndarray, np.ndarray]: ...
-    # Smith-Waterman score distances (msa.backends.cpu_sw): the 24x24 int64 matrix, GapCosts unrescaled.
+    # Smith-Waterman score distances (msa.backends.cpu.sw): the 24x24 int64 matrix, GapCosts unrescaled.
     def sw_distance_matrix(
         self, codes, offsets, ids, group_off, matrix, gaps
     ) -> tuple[np.ndarray, np.ndarray]: ...
     # PartTree's LCS assignment (nearest, distance, link matrices, their offsets) and the
-    # O(n)-memory single-linkage MST (edges a, b, weight); see msa.backends.cpu_lcs_tree.
+    # O(n)-memory single-linkage MST (edges a, b, weight); see msa.backends.cpu.lcs.
     def lcs_nearest_reference(
         self, codes, offsets, ref_ids, ref_off, member_ids, member_node
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
@@ -75,18 +87,18 @@ class Backend(Protocol):
 
 def get_backend(device: str = "auto", *, quiet: bool = False) -> Backend:
     """Pick the backend once per run; ``auto`` prefers CUDA when CuPy sees a GPU."""
-    make, note = _prepare(device)
+    make, note = prepare_backend(device)
     backend = make()
     if note is not None and not quiet:
         print(note, file=sys.stderr)
     return backend
 
 
-def _prepare(device: str) -> tuple[Callable[[], Backend], str | None]:
+def prepare_backend(device: str) -> tuple[Callable[[], Backend], str | None]:
     """The backend class for ``device``, imported (the constructor does the device work), and
-    for ``auto`` the line that says which one it is."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"unknown device {device!r}; choose auto, cpu or cuda")
+    for ``auto`` the line that says which one it is (msa.startup makes it on another thread)."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; choose {', '.join(DEVICES[:-1])} or {DEVICES[-1]}")
     if device in ("auto", "cuda"):
         reason = _cuda_unavailable_reason()
         if reason is None:
@@ -101,69 +113,6 @@ def _prepare(device: str) -> tuple[Callable[[], Backend], str | None]:
     from msa.backends.cpu import CpuBackend
 
     return CpuBackend, note
-
-
-class BackendStart:
-    """``get_backend`` on background threads, begun before the input is read.
-
-    Importing CuPy and Numba, creating the CUDA context and loading the kernels
-    (~0.7 s on an H200 machine), and Numba's typing registries (~0.4 s, loaded
-    by the first compiled function of any run) need nothing from the input.
-    Begun first, they run while the main thread reads and de-duplicates it,
-    NumPy work that mostly releases the GIL. Once the imports are done, the
-    registries load on a second thread while the first makes the CUDA context
-    (C calls), so the two overlap too, and no two threads import the same
-    modules at once. ``backend()`` waits for the backend only and raises what
-    its start raised (no GPU for ``--device cuda``) in the caller's thread;
-    leaving the ``with`` block waits for both threads, so no error path exits
-    the process while a CUDA context is half made.
-    """
-
-    def __init__(self, device: str) -> None:
-        self._device = device
-        self._result: tuple[Backend, str | None] | None = None
-        self._error: BaseException | None = None
-        self._ready = threading.Event()
-        self._registries = threading.Thread(target=_load_numba_registries, name="msa-numba-start", daemon=True)
-        self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
-        self._thread.start()
-
-    def __enter__(self) -> BackendStart:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._thread.join()
-        if self._registries.is_alive():
-            self._registries.join()
-
-    def _run(self) -> None:
-        try:
-            make, note = _prepare(self._device)
-            import msa.pipeline  # noqa: F401  (and the tree and progressive modules)
-
-            self._registries.start()
-            self._result = make(), note
-        except BaseException as exc:  # re-raised by backend(), in the main thread
-            self._error = exc
-        finally:
-            self._ready.set()
-
-    def backend(self, *, quiet: bool = False) -> Backend:
-        """The started backend (waits for it); prints ``auto``'s choice unless quiet."""
-        self._ready.wait()
-        if self._result is None:
-            assert self._error is not None
-            raise self._error
-        backend, note = self._result
-        if note is not None and not quiet:
-            print(note, file=sys.stderr)
-        return backend
-
-
-def _load_numba_registries() -> None:
-    from msa.backends.cpu import load_numba_registries
-
-    load_numba_registries()
 
 
 def _cuda_unavailable_reason() -> str | None:

@@ -1,5 +1,5 @@
 """Reading FASTA and writing alignments: the only place that touches files."""
-from msa.io.fasta import InputError, parse_fasta, read_fasta
+from msa.io.fasta import InputError, parse_fasta, read_aligned_fasta, read_fasta
 from msa.io.formats import FORMATS, OutputFormat, write_alignment
 from msa.io.output import open_output
 
@@ -9,6 +9,7 @@ __all__ = [
     "OutputFormat",
     "open_output",
     "parse_fasta",
+    "read_aligned_fasta",
     "read_fasta",
     "write_alignment",
 ]

@@ -20,7 +20,7 @@ FORMATS: tuple[str, ...] = get_args(OutputFormat)
 
 
 class Rows(Protocol):
-    """What a writer needs: ``msa.pipeline.AlignedRows`` has it. ``place`` puts the residues
+    """What a writer needs: ``msa.alignment.AlignedRows`` has it. ``place`` puts the residues
     of a block of records into wrapped rows, so FASTA is written a block at a time."""
 
     names: list[str]

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from msa.params import AlignParams
+from msa.params import AlignParams, Linkage
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
-from msa.tree.linkage import ExactMethod, batch_linkage, finalize, graft, prim_single_linkage
+from msa.tree.linkage import batch_linkage, finalize, graft, prim_single_linkage
 from msa.tree.parttree import exact_limit, group_distances, parttree, uses_sample_split
 
 
@@ -45,7 +45,7 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
     return exact_tree(db, tables, params, backend, method)
 
 
-def exact_tree(db: SeqDB, tables, params: AlignParams, backend, method: ExactMethod) -> GuideTree:
+def exact_tree(db: SeqDB, tables, params: AlignParams, backend, method: Linkage) -> GuideTree:
     """UPGMA or single-linkage tree over all of ``db``, from its full distance matrix up to exact_tree_max."""
     n = len(db)
     ids = np.arange(n, dtype=np.int64)

@@ -9,14 +9,12 @@ comparable between PartTree joins and exact subtrees.
 """
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 from numba import njit, prange
 
+from msa.distances.condensed import condensed_index
 from msa.tree.guide_tree import GuideTree
 
-ExactMethod = Literal["upgma", "single"]
 #: MAFFT's PartTree mixes single and average linkage with this weight (sueff, ``-X 0.1``).
 MAFFT_SUEFF = 0.1
 
@@ -52,9 +50,10 @@ def batch_linkage(
 
 @njit(cache=True, nogil=True, inline="always")
 def _cidx(s: int, i: int, j: int) -> int:
+    """condensed_index of the pair {i, j} in either order."""
     if i > j:
         i, j = j, i
-    return s * i - i * (i + 1) // 2 + j - i - 1
+    return condensed_index(s, i, j)
 
 
 @njit(cache=True, nogil=True)
@@ -194,7 +193,7 @@ def mixed_linkage(condensed: np.ndarray, s: int, sueff: float) -> tuple[np.ndarr
     d = np.zeros((s, s))
     for i in range(s):
         for j in range(i + 1, s):
-            v = condensed[s * i - i * (i + 1) // 2 + j - i - 1]
+            v = condensed[condensed_index(s, i, j)]
             d[i, j] = v
             d[j, i] = v
     active = np.ones(s, dtype=np.bool_)

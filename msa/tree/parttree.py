@@ -41,15 +41,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from msa.kmers import MAX_KMER_DIST, KmerTables
+from msa.distances.condensed import condensed_index, condensed_offsets
+from msa.distances.kmers import MAX_KMER_DIST, KmerTables
 from msa.alphabet import load_matrix
-from msa.params import MST_TREE_MAX, AlignParams, gap_costs
+from msa.params import MST_TREE_MAX, AlignParams, Linkage, gap_costs
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
 from msa.tree.sample_split import cut_sample_trees, sample_positions, splitmix64
 from msa.tree.linkage import (
     MAFFT_SUEFF,
-    ExactMethod,
     balanced_trees,
     batch_linkage,
     finalize,
@@ -67,7 +67,7 @@ def parttree(
     tables: KmerTables,
     params: AlignParams,
     backend,
-    exact_method: ExactMethod = "upgma",
+    exact_method: Linkage = "upgma",
 ) -> GuideTree:
     """PartTree over all of ``db``; groups up to ``params.exact_tree_max`` get exact subtrees."""
     n = len(db)
@@ -112,7 +112,7 @@ class _NodeTable:
 class _ExactQueue:
     """Groups waiting for an exact tree, computed in batches of bounded matrix size."""
 
-    def __init__(self, db, tables, params, backend, method: ExactMethod, nodes: _NodeTable) -> None:
+    def __init__(self, db, tables, params, backend, method: Linkage, nodes: _NodeTable) -> None:
         self.db, self.tables, self.params, self.backend = db, tables, params, backend
         self.method, self.nodes = method, nodes
         self.groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -121,16 +121,11 @@ class _ExactQueue:
     def add(self, members: np.ndarray, off: np.ndarray, roots: np.ndarray) -> None:
         if len(roots) == 0:
             return
-        sizes = np.diff(off)
-        pairs = sizes * (sizes - 1) // 2
-        # cut into batches at group boundaries
-        cum = np.cumsum(pairs)
-        cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
-        bounds = np.unique(np.concatenate(([0], cuts, [len(roots)])))
+        bounds, pair_off = _pair_batches(off)
         for a, b in zip(bounds[:-1], bounds[1:]):
             sub_off = off[a : b + 1] - off[a]
             self.groups.append((members[off[a] : off[b]], sub_off, roots[a:b]))
-            self.pairs += int(cum[b - 1] - (cum[a - 1] if a else 0))
+            self.pairs += int(pair_off[b] - pair_off[a])
             if self.pairs >= EXACT_BATCH_PAIRS:
                 self.flush()
 
@@ -184,9 +179,8 @@ def group_distances(
     if params.distance == "lcs":
         return backend.lcs_distance_matrix(db.codes, db.offsets, ids, off)
     if params.distance == "sw":
-        # the substitution scores and gap costs of the run, gaps not rescaled by the input size
-        gaps = gap_costs(params, 1)
-        return backend.sw_distance_matrix(db.codes, db.offsets, ids, off, load_matrix(params.matrix), gaps)
+        # the run's substitution scores and gap costs (both cached), gaps not rescaled by the input size
+        return backend.sw_distance_matrix(db.codes, db.offsets, ids, off, load_matrix(params.matrix), gap_costs(params, 1))
     return backend.kmer_distance_matrix(tables, ids, off, MAX_KMER_DIST)
 
 
@@ -284,12 +278,19 @@ def _split_level_sample(db, members, node_off, node_root, params, backend, nodes
     return _emit_clusters(members, cluster, c_node_off, merges, heights, node_root, params, nodes, exact)
 
 
+def _pair_batches(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group bounds of batches of about EXACT_BATCH_PAIRS condensed pairs (cut at groups), and
+    each group's offset in the condensed matrices (its pairs so far)."""
+    pair_off = condensed_offsets(np.ascontiguousarray(group_off, dtype=np.int64))
+    cum = pair_off[1:]
+    cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
+    return np.unique(np.concatenate(([0], cuts, [len(group_off) - 1]))), pair_off
+
+
 def _sample_trees(db, sample, sample_off, backend) -> tuple[np.ndarray, np.ndarray]:
     """Exact single-linkage trees of every node's sample, in batches of at most EXACT_BATCH_PAIRS pairs."""
     sizes = np.diff(sample_off)
-    cum = np.cumsum(sizes * (sizes - 1) // 2)
-    cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
-    bounds = np.unique(np.concatenate(([0], cuts, [len(sizes)])))
+    bounds, _ = _pair_batches(sample_off)
     merges = np.empty((sample_off[-1] - len(sizes), 2), dtype=np.int64)
     heights = np.empty(sample_off[-1] - len(sizes))
     for a, b in zip(bounds[:-1], bounds[1:]):
@@ -395,7 +396,7 @@ def _thin_picks(pick_d, pick_d_off, pick_off, maxdist, factor) -> np.ndarray:
             if not keep[p0 + i]:
                 continue
             for j in range(i + 1, p):
-                if keep[p0 + j] and pick_d[d0 + p * i - i * (i + 1) // 2 + j - i - 1] < limit:
+                if keep[p0 + j] and pick_d[d0 + condensed_index(p, i, j)] < limit:
                     keep[p0 + j] = False
     return keep
 
@@ -404,10 +405,7 @@ def _thin_picks(pick_d, pick_d_off, pick_off, maxdist, factor) -> np.ndarray:
 def _survivor_condensed(pick_d, pick_d_off, pick_off, survive, surv_off):
     """Each node's surviving picks' rows and columns of its pick x pick matrix, stacked."""
     n_nodes = len(pick_off) - 1
-    sd_off = np.zeros(n_nodes + 1, dtype=np.int64)
-    for k in range(n_nodes):
-        s = surv_off[k + 1] - surv_off[k]
-        sd_off[k + 1] = sd_off[k] + s * (s - 1) // 2
+    sd_off = condensed_offsets(surv_off)
     sd = np.empty(sd_off[-1])
     for k in range(n_nodes):
         p0 = pick_off[k]
@@ -419,7 +417,7 @@ def _survivor_condensed(pick_d, pick_d_off, pick_off, survive, surv_off):
             i = idx[a]
             for b in range(a + 1, s):
                 j = idx[b]
-                sd[t] = pick_d[pick_d_off[k] + p * i - i * (i + 1) // 2 + j - i - 1]
+                sd[t] = pick_d[pick_d_off[k] + condensed_index(p, i, j)]
                 t += 1
     return sd, sd_off
 
@@ -433,10 +431,7 @@ def _link_condensed(link, link_off, surv_off):
     sees the whole clusters, not only their survivors.
     """
     n_nodes = len(surv_off) - 1
-    sd_off = np.zeros(n_nodes + 1, dtype=np.int64)
-    for k in range(n_nodes):
-        s = surv_off[k + 1] - surv_off[k]
-        sd_off[k + 1] = sd_off[k] + s * (s - 1) // 2
+    sd_off = condensed_offsets(surv_off)
     sd = np.empty(sd_off[-1])
     for k in range(n_nodes):
         s = surv_off[k + 1] - surv_off[k]

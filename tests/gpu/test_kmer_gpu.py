@@ -6,7 +6,7 @@ import pytest
 
 from msa.alphabet import encode
 from msa.backends.cpu import CpuBackend
-from msa.kmers import build_kmer_tables
+from msa.backends.cpu.kmers import build_kmer_tables
 from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree.build import build_guide_tree
@@ -176,13 +176,13 @@ def _record(monkeypatch, owner, name: str, size_of, fail_first: bool = False) ->
 def _split_calls_equal_cpu(monkeypatch, backend, fail_first: bool) -> dict[str, list[int]]:
     """Tables, nearest references and matrices of the "mixed" shape through ``backend``,
     checked equal to the CPU; returns the units of every piece each one ran."""
-    from msa.backends import cuda
+    from msa.backends.cuda import kmers as cuda_kmers
 
     res, off = SHAPES["mixed"]()
     codes = encode(res)
     n = len(off) - 1
     pieces = {
-        "tables": _record(monkeypatch, cuda, "_sorted_runs", lambda a: len(a[1]) - 1, fail_first),
+        "tables": _record(monkeypatch, cuda_kmers, "_sorted_runs", lambda a: len(a[1]) - 1, fail_first),
         "nearest": _record(monkeypatch, backend, "_nearest_piece", lambda a: len(a[3]), fail_first),
         "matrix": _record(monkeypatch, backend, "_matrix_piece", lambda a: len(a[2]) - 1, fail_first),
     }

@@ -12,6 +12,7 @@ from msa.tree.build import build_guide_tree
 
 pytestmark = pytest.mark.gpu
 cuda = pytest.importorskip("msa.backends.cuda", reason="needs CuPy")
+from msa.backends.cuda import lcs as cuda_lcs  # noqa: E402  (after the skip)
 
 CPU = CpuBackend()
 STANDARD = b"ACDEFGHIKLMNPQRSTVWY"
@@ -72,8 +73,8 @@ def test_matrix_equal(cuda_backend, shape):
 
 def test_long_rows_global_masks_and_small_scratch(cuda_backend, monkeypatch):
     """Rows past the register kernels with masks in global memory and a V scratch of a few blocks."""
-    monkeypatch.setattr(cuda, "LCS_LONG_SHARED", 1024)
-    monkeypatch.setattr(cuda, "LCS_LONG_SCRATCH", 3 * 8 * 40 * cuda.LCS_THREADS)
+    monkeypatch.setattr(cuda_lcs, "LCS_LONG_SHARED", 1024)
+    monkeypatch.setattr(cuda_lcs, "LCS_LONG_SCRATCH", 3 * 8 * 40 * cuda_lcs.LCS_THREADS)
     rng = np.random.default_rng(21)
     codes, offsets = random_set(rng, rng.integers(2100, 2600, 200), 0.01)
     ids, group_off = groups(rng, 200, [180, 20])
@@ -165,8 +166,8 @@ def test_nearest_sample_identical_sequences_tie(cuda_backend):
 
 def test_nearest_sample_long_refs_global_masks_and_pieces(monkeypatch):
     """References past the register kernels with masks in global memory, a small V scratch, many pieces."""
-    monkeypatch.setattr(cuda, "LCS_LONG_SHARED", 1024)
-    monkeypatch.setattr(cuda, "LCS_LONG_SCRATCH", 3 * 8 * 40 * cuda.LCS_THREADS)
+    monkeypatch.setattr(cuda_lcs, "LCS_LONG_SHARED", 1024)
+    monkeypatch.setattr(cuda_lcs, "LCS_LONG_SCRATCH", 3 * 8 * 40 * cuda_lcs.LCS_THREADS)
     rng = np.random.default_rng(121)
     codes, offsets = random_set(rng, rng.integers(2100, 2600, 80), 0.01)
     inputs = sample_inputs(rng, 80, [100, 60], [20, 9])

@@ -12,14 +12,14 @@ from msa.tree.build import build_guide_tree
 from test_lcs_gpu import random_set
 
 pytestmark = pytest.mark.gpu
-cuda_prim = pytest.importorskip("msa.backends.cuda_prim", reason="needs CuPy")
+cuda_lcs = pytest.importorskip("msa.backends.cuda.lcs", reason="needs CuPy")
 
 CPU = CpuBackend()
 
 
-def assert_prim_equal(cuda_backend, codes, offsets, ids, compact_min: int = cuda_prim.PRIM_COMPACT_MIN) -> None:
+def assert_prim_equal(cuda_backend, codes, offsets, ids, compact_min: int = 4096) -> None:
     want = CPU.lcs_prim_mst(codes, offsets, ids)
-    got = cuda_prim.lcs_prim_mst(codes, offsets, ids, cuda_backend.device, cuda_backend.n_sm, compact_min)
+    got = cuda_lcs.prim_mst(codes, offsets, ids, cuda_backend.device, cuda_backend.n_sm, compact_min)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g.view(np.uint64) if g.dtype == np.float64 else g,

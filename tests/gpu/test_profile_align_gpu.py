@@ -12,75 +12,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from msa.alphabet import load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.backends.cpu_align import _first_is_p1, align_batch
+from msa.backends.cpu.align import _first_is_p1
 from msa.params import AlignParams, gap_costs
-from msa.profile import GE, GO, TGE, TGO, AlignBatch, gap_vector, sequence_counts
+from msa.profile import GE, GO, TGE, TGO, AlignBatch, sequence_counts
+from msa.testing import MATRIX, dense_profile, gaps, profile, related
 
 pytestmark = pytest.mark.gpu
 
 CPU = CpuBackend()
-MATRIX = load_matrix("PFASUM43")
-
-
-def gaps(n: int) -> np.ndarray:
-    return gap_vector(gap_costs(AlignParams(), n))
-
-
-def related(rng, n: int, length: int, alphabet: int = 20) -> list[np.ndarray]:
-    """Codes of ``n`` mutated copies (substitutions, short indels) of one random ancestor."""
-    anc = rng.integers(0, alphabet, length)
-    out = []
-    for _ in range(n):
-        s = anc.copy()
-        sub = rng.random(len(s)) < 0.3
-        s[sub] = rng.integers(0, alphabet, int(sub.sum()))
-        keep = rng.random(len(s)) > 0.08
-        s = s[keep] if keep.any() else s[:1]
-        ins = rng.integers(0, alphabet, int(rng.integers(0, 1 + length // 10)))
-        at = int(rng.integers(0, len(s) + 1))
-        out.append(np.concatenate((s[:at], ins, s[at:])).astype(np.uint8))
-    return out
-
-
-def profile(rng, n: int, length: int, alphabet: int = 20) -> np.ndarray:
-    """A profile table of ``n`` related sequences, built by pairwise CPU merges."""
-    return profile_of(related(rng, n, length, alphabet))
-
-
-def dense_profile(rng, n: int, length: int, sub: float) -> np.ndarray:
-    """A profile of ``n`` copies of one random ancestor with a share ``sub`` of substitutions
-    (no indels, so columns stay aligned): many residue types per column (~14 of 20 for
-    64 copies at sub = 0.4), as in the wide profiles near the root of a large family."""
-    anc = rng.integers(0, 20, length)
-    seqs = []
-    for _ in range(n):
-        s = anc.copy()
-        hit = rng.random(length) < sub
-        s[hit] = rng.integers(0, 20, int(hit.sum()))
-        seqs.append(s.astype(np.uint8))
-    return profile_of(seqs)
-
-
-def profile_of(seqs: list[np.ndarray]) -> np.ndarray:
-    """The profile table of these sequences (codes), built by pairwise CPU merges."""
-    n = len(seqs)
-    tables = [sequence_counts(s) for s in seqs]
-    sizes = [1] * n
-    g = gaps(n)
-    while len(tables) > 1:
-        pairs = len(tables) // 2
-        counts = np.concatenate(tables[: 2 * pairs])
-        off = np.concatenate(([0], np.cumsum([len(t) for t in tables[: 2 * pairs]])))
-        _, parents, poff = align_batch(counts, off, np.array(sizes[: 2 * pairs]), MATRIX, g)
-        new = [parents[poff[k] : poff[k + 1]] for k in range(pairs)]
-        new_sizes = [sizes[2 * k] + sizes[2 * k + 1] for k in range(pairs)]
-        tables = new + tables[2 * pairs :]
-        sizes = new_sizes + sizes[2 * pairs :]
-    return tables[0]
-
-
 def batch_of(rng, shapes: list[tuple[int, int, int, int]], alphabet: int = 20) -> AlignBatch:
     """One batch with a merge per (n_a, len_a, n_b, len_b)."""
     tables, n_seqs = [], []
@@ -155,21 +95,21 @@ def test_long_pair(cuda_backend):
 def test_pieces(cuda_backend, monkeypatch):
     """A budget of about one merge per piece gives the same result as one launch."""
     batch = batch_of(np.random.default_rng(3), SHAPES[:8])
-    monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
+    monkeypatch.setattr("msa.backends.cuda.memory.MEMORY_FRACTION", 1e-12)
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
 
 
 @pytest.fixture(params=["scan", "pipe"])
 def pipe_kind(request, monkeypatch) -> str:
     """The pipelined fill under test: dp_scan (for every shape) or dp_pipe."""
-    monkeypatch.setattr("msa.backends.cuda.DP_SCAN", request.param == "scan")
-    monkeypatch.setattr("msa.backends.cuda.SCAN_ROW_STEPS", 0.0)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_SCAN", request.param == "scan")
+    monkeypatch.setattr("msa.backends.cuda.align.SCAN_ROW_STEPS", 0.0)
     return request.param
 
 
 def test_scan_or_wavefront() -> None:
     """dp_scan for merges much narrower one way (rows), dp_pipe for square ones near the root."""
-    from msa.backends.cuda import _merge_records
+    from msa.backends.cuda.align import _merge_records
 
     def kind(*widths: int) -> str:
         return _merge_records(np.concatenate(([0], np.cumsum(widths))), few=True, pipeline=True)[3]
@@ -184,9 +124,9 @@ def test_narrow_blocks(cuda_backend, monkeypatch, few_threads, pipeline, pipe_ki
     """Narrow blocks force many chunks per merge (the last column carried in global memory):
     one after another in dp_fill, or on concurrent dp_pipe blocks (more tickets than SMs here,
     so blocks draw several)."""
-    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPELINE", pipeline)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPELINE", pipeline)
     fills = count_fills(monkeypatch, cuda_backend)
     rng = np.random.default_rng(21 + few_threads)
     batch = batch_of(rng, SHAPES + [(1, 300, 16, 1000), (3, 517, 1, 290)])
@@ -263,7 +203,7 @@ def test_pipeline_alone(cuda_backend, monkeypatch, q, pipe_kind):
 def test_pipeline_batch(cuda_backend, monkeypatch, pipe_threads, pipe_kind):
     """Every PIPE_SHAPES merge in one launch (tickets of several merges, merge-major), at
     each dp_pipe block size."""
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", pipe_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", pipe_threads)
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch(list(range(len(PIPE_SHAPES))))
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
@@ -274,7 +214,7 @@ def test_pipeline_pieces(cuda_backend, monkeypatch, pipe_kind):
     """A budget of about one merge per piece: each piece its own dp_pipe / dp_scan launch."""
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch([0, 4, 5, 7])
-    monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
+    monkeypatch.setattr("msa.backends.cuda.memory.MEMORY_FRACTION", 1e-12)
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
     assert fills == Counter({pipe_kind: 4})
 
@@ -298,8 +238,8 @@ def test_cell_scores_out_of_memory_falls_back(cuda_backend, monkeypatch):
 def test_pipeline_small_grid(cuda_backend, monkeypatch, n_sm, pipe_kind):
     """A grid of n_sm blocks for ~20 chunks a merge: every block draws many tickets, and a
     chunk's left neighbour may have been done by the same block."""
-    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", 32)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", 32)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", 32)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", 32)
     monkeypatch.setattr(cuda_backend, "n_sm", n_sm)
     fills = count_fills(monkeypatch, cuda_backend)
     rng = np.random.default_rng(40 + n_sm)
@@ -313,7 +253,7 @@ def test_pipeline_only_if_counted(cuda_backend, monkeypatch):
     """A batch of as many merges as SMs cut into one-merge pieces: its cost did not count cell
     scores, so its pieces run dp_fill, not dp_pipe."""
     monkeypatch.setattr(cuda_backend, "n_sm", 4)
-    monkeypatch.setattr("msa.backends.cuda.MEMORY_FRACTION", 1e-12)
+    monkeypatch.setattr("msa.backends.cuda.memory.MEMORY_FRACTION", 1e-12)
     fills = count_fills(monkeypatch, cuda_backend)
     batch = pipe_batch([0, 4, 5, 7])
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
@@ -322,7 +262,7 @@ def test_pipeline_only_if_counted(cuda_backend, monkeypatch):
 
 def capture_scores(monkeypatch, backend) -> list[tuple[np.ndarray, np.ndarray]]:
     """(merge records, cell scores) of every cell_scores launch from now on, copied after it."""
-    from msa.backends.cuda import N_INFO
+    from msa.backends.cuda.align import N_INFO
 
     seen = []
     fn = backend._cell_scores
@@ -339,7 +279,7 @@ def assert_scores(batch: AlignBatch, records: np.ndarray, scores: np.ndarray, ki
     """Each merge's cell scores are dp_path's, row-major from I_SC (for dp_scan with W1 > W2,
     column-major: its frame): S2[j][a] is P2's gap cost plus its counts times the matrix, so
     sc(i, j) = r2[j] gap1[i] + r1[i] gap2[j] + c1[i] M c2[j] (one piece: column offsets are the batch's)."""
-    from msa.backends.cuda import N_INFO
+    from msa.backends.cuda.align import N_INFO
 
     assert len(records) == batch.n_merges and N_INFO == 12
     c = batch.counts.astype(np.int64)
@@ -378,7 +318,7 @@ def dense_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_pipeline_dense(cuda_backend, monkeypatch, pipe_threads, pipe_kind):
     """Many residue types per column of P1 (the substitution sums cell_scores takes off the
     wavefront), very unequal widths: P1 ~2000 x P2 ~100 (one chunk) and P1 ~100 x P2 ~2000."""
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", pipe_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", pipe_threads)
     fills = count_fills(monkeypatch, cuda_backend)
     seen = capture_scores(monkeypatch, cuda_backend)
     wide, denser, sparser = dense_tables()
@@ -396,10 +336,10 @@ def test_pipeline_dense(cuda_backend, monkeypatch, pipe_threads, pipe_kind):
 @pytest.mark.parametrize("few", [False, True])
 def test_boundary_bytes(monkeypatch, few_threads, few, pipe_kind):
     """The piece cost counts every boundary row buffer and progress counter _merge_records sizes."""
-    from msa.backends.cuda import ROW_BYTES, _boundary_bytes, _merge_records
+    from msa.backends.cuda.align import ROW_BYTES, _boundary_bytes, _merge_records
 
-    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
     rng = np.random.default_rng(few_threads)
     for _ in range(20):
         w = rng.integers(1, 3000, 2 * int(rng.integers(1, 6)))
@@ -432,8 +372,8 @@ def test_device_batch(cuda_backend):
 def test_progressive_on_device(cuda_backend, monkeypatch, shape, few_threads, pipe_kind):
     """The one progressive driver: device-resident on CUDA, the same columns as on the CPU
     (with 32-column chunks, the levels of fewer merges than SMs run dp_pipe)."""
-    monkeypatch.setattr("msa.backends.cuda.DP_FEW_THREADS", few_threads)
-    monkeypatch.setattr("msa.backends.cuda.DP_PIPE_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
     from msa.progressive import progressive_align
     from msa.tree.guide_tree import GuideTree
 

@@ -13,6 +13,7 @@ from msa.seqdb import SeqDB
 
 pytestmark = pytest.mark.gpu
 cuda = pytest.importorskip("msa.backends.cuda", reason="needs CuPy")
+from msa.backends.cuda import sw as cuda_sw  # noqa: E402  (after the skip)
 
 CPU = CpuBackend()
 MATRIX = load_matrix("PFASUM43")
@@ -71,7 +72,7 @@ def test_matrix_equal(cuda_backend, shape):
 
 def test_int64_kernels(cuda_backend, monkeypatch):
     """The int64 kernels (taken where int32 could overflow) give the same matrices."""
-    monkeypatch.setattr(cuda, "SW_INT32_MAX", 0)
+    monkeypatch.setattr(cuda_sw, "SW_INT32_MAX", 0)
     rng = np.random.default_rng(210)
     codes, offsets = random_set(rng, rng.integers(0, 300, 400))
     ids, group_off = groups(rng, 400, [150, 3, 200, 1])
@@ -84,7 +85,7 @@ def test_large_scores_go_int64(cuda_backend):
     codes, offsets = random_set(rng, rng.integers(1, 120, 150))
     ids, group_off = groups(rng, 150, [150])
     gaps = GapCosts(-(3 << 30), -5, 0, 0)
-    assert not cuda._sw_fits_int32(MATRIX, gaps, 120)
+    assert not cuda_sw._sw_fits_int32(MATRIX, gaps, 120)
     assert_equal_to_cpu(cuda_backend, codes, offsets, ids, group_off, gaps=gaps)
 
 

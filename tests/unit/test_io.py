@@ -15,7 +15,7 @@ from msa.io.bioalign import to_alignment
 from msa.io.fasta import write_fasta
 from msa.io.formats import match_states
 from msa.io.records import db_from_records
-from msa.pipeline import AlignedRows
+from msa.alignment import AlignedRows
 
 
 def seqs(db) -> list[bytes]:

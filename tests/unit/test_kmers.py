@@ -9,7 +9,9 @@ import pytest
 
 from msa.alphabet import ALPHABET, GROUP6
 from msa.backends.cpu import CpuBackend
-from msa.kmers import EMPTY_DISTANCE, PAD_CODE, SECTION, build_kmer_tables
+from msa.backends.cpu.kmers import build_kmer_tables
+from msa.distances.condensed import condensed_index
+from msa.distances.kmers import EMPTY_DISTANCE, PAD_CODE, SECTION
 from msa.seqdb import SeqDB
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -162,4 +164,4 @@ def test_mafft_distance_vectors() -> None:
         i, j = min(a, b), max(a, b)
         assert t.self_scores[a] == int(row[col["self_a"]])
         assert t.lengths[a] == int(row[col["len_a"]])
-        assert f"{dist[n * i - i * (i + 1) // 2 + j - i - 1]:.6f}" == row[col["dist_mafft_distance"]]
+        assert f"{dist[condensed_index(n, i, j)]:.6f}" == row[col["dist_mafft_distance"]]

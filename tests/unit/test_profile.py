@@ -1,7 +1,7 @@
 """Profile tables: one-sequence profiles, gap typing, and FAMSA's non-zero count."""
 import numpy as np
 
-from msa.backends.cpu_align import nonzero_cells
+from msa.backends.cpu.align import nonzero_cells
 from msa.profile import GO, N_COUNTS, TGE, TGO, gap_counts_from_rows, sequence_counts
 
 

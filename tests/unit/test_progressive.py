@@ -7,7 +7,7 @@ import pytest
 
 from msa.alphabet import ALPHABET, load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.backends.cpu_align import NEG_INF, align_batch, dp_path
+from msa.backends.cpu.align import NEG_INF, align_batch, dp_path
 from msa.params import AlignParams, GapCosts, gap_costs
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, gap_counts_from_rows
 from msa.progressive import progressive_align

@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from msa.scoring import check_alignment, read_fasta, score_alignments, score_files
+from msa.alignment import check_alignment
+from msa.io import read_aligned_fasta
+from msa.scoring import score_alignments, score_files
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 BALIFAM = SHARED / "datasets" / "balifam" / "balifam100"
@@ -118,16 +120,16 @@ def test_score_files(tmp_path: Path) -> None:
     (tmp_path / "r.fa").write_text(">a\nMK.L\n>b\nMKEL\n")
     got = score_files(tmp_path / "t.fa", tmp_path / "r.fa")
     assert got["sp"] == pytest.approx(2 / 3) and got["columns"] == 3 and got["correct_columns"] == 2
-    assert read_fasta(tmp_path / "t.fa") == {"a": b"MKL-", "b": b"MKEL"}
+    assert read_aligned_fasta(tmp_path / "t.fa") == {"a": b"MKL-", "b": b"MKEL"}
 
 
 def test_balifam_reference_scores_one_against_itself(tmp_path: Path) -> None:
     if not BALIFAM.is_dir():
         pytest.skip(f"{BALIFAM} is absent")
     case = (BALIFAM / "info" / "ids.txt").read_text().split()[0]
-    ref = read_fasta(BALIFAM / "ref" / case)
+    ref = read_aligned_fasta(BALIFAM / "ref" / case)
     test = {n: r.upper().replace(b".", b"-") for n, r in ref.items()}
-    unaligned = read_fasta(BALIFAM / "in" / case)
+    unaligned = read_aligned_fasta(BALIFAM / "in" / case)
     test.update({n: s for n, s in unaligned.items() if n not in test})
     s = score_alignments(test, ref)
     assert s.sp == 1.0 and s.tc == 1.0 and s.columns > 0

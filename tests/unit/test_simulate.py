@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from msa.scoring import check_alignment, read_fasta, score_alignments
+from msa.alignment import check_alignment
+from msa.io import read_aligned_fasta
+from msa.scoring import score_alignments
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "datasets"))
@@ -18,7 +20,7 @@ def written(tmp_path: Path, tag: str, params: SimParams, ref_size: int | None = 
             ) -> tuple[dict[str, bytes], dict[str, bytes]]:
     out, true = tmp_path / f"{tag}.fa", tmp_path / f"{tag}.true.fa"
     write_family(simulate(params), out, true, ref_size, params.seed, chunk=7)
-    return read_fasta(out), read_fasta(true)
+    return read_aligned_fasta(out), read_aligned_fasta(true)
 
 
 @pytest.mark.parametrize("tree", ["yule", "coalescent"])
@@ -61,12 +63,12 @@ def test_reference_subset(tmp_path: Path) -> None:
 
 def test_single_sequence_and_cli(tmp_path: Path) -> None:
     main(["-n", "1", "--length", "30", "--out", str(tmp_path / "o.fa"), "--true", str(tmp_path / "t.fa")])
-    assert read_fasta(tmp_path / "o.fa") == read_fasta(tmp_path / "t.fa")
-    assert len(next(iter(read_fasta(tmp_path / "o.fa").values()))) == 30
+    assert read_aligned_fasta(tmp_path / "o.fa") == read_aligned_fasta(tmp_path / "t.fa")
+    assert len(next(iter(read_aligned_fasta(tmp_path / "o.fa").values()))) == 30
 
 
 def test_bundled_example_is_consistent() -> None:
     ex = REPO / "datasets" / "examples"
-    seqs, true = read_fasta(ex / "example.fa"), read_fasta(ex / "example.true.fa")
+    seqs, true = read_aligned_fasta(ex / "example.fa"), read_aligned_fasta(ex / "example.true.fa")
     assert len(seqs) == 200
     check_alignment(list(seqs.items()), list(true), list(true.values()))

@@ -8,7 +8,10 @@ from pathlib import Path
 from numba.core.registry import CPUDispatcher
 
 import msa
-from msa.backends import cpu_align, cpu_kmers
+from msa.backends.cpu import align as cpu_align
+from msa.backends.cpu import kmers as cpu_kmers
+from msa.backends.cpu import lcs as cpu_lcs
+from msa.backends.cpu import sw as cpu_sw
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,7 +38,7 @@ def test_no_python_function_is_compiled_twice() -> None:
     # Numba's cache keys on the Python function and argument types, not on options such
     # as parallel=True: two dispatchers of one function would share (and swap) one entry.
     seen: dict[object, CPUDispatcher] = {}
-    for module in (cpu_align, cpu_kmers):
+    for module in (cpu_align, cpu_kmers, cpu_lcs, cpu_sw):
         for value in vars(module).values():
             if isinstance(value, CPUDispatcher):
                 assert seen.setdefault(value.py_func, value) is value, f"{value.py_func.__name__} compiled twice"

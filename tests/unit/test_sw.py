@@ -1,4 +1,4 @@
-"""The Smith-Waterman tree distance (msa/backends/cpu_sw.py): scores against a plain Gotoh reference,
+"""The Smith-Waterman tree distance (msa/backends/cpu/sw.py): scores against a plain Gotoh reference,
 distance properties, and ``distance="sw"`` end to end."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 import msa
 from msa.alphabet import ALPHABET, encode, load_matrix
-from msa.backends import cpu_sw
+from msa.backends.cpu import sw as cpu_sw
 from msa.backends.cpu import CpuBackend
 from msa.params import AlignParams, GapCosts, gap_costs
 

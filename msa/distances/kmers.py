@@ -18,24 +18,29 @@ Layout (all flat NumPy arrays; a CUDA kernel consumes exactly these):
   its entries follow with stride 32.
 * ``self_scores[i]`` = number of 6-mer windows (= common(i, i)); ``lengths[i]``
   = all residues, X included (MAFFT's length for the length factor).
+
+The tables are built by a backend (``Backend.kmer_tables``; the CPU's
+:func:`msa.backends.cpu.kmers.build_kmer_tables`), which imports the layout
+from here.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from msa.alphabet import GROUP6
-from msa.backends import cpu_kmers as _k
-
-KMER_LEN = _k.KMER_LEN
-N_KMERS = _k.N_KMERS
-SECTION = _k.SECTION
-PAD_CODE = _k.PAD_CODE
+KMER_LEN = 6
+N_KMERS = 6**KMER_LEN
+#: Sequences per section (a warp): entry e of the 32 members is contiguous.
+SECTION = 32
+#: Code of a padding entry; above every real 6-mer code so merges stop on it.
+PAD_CODE = 0xFFFF
+#: Run counts saturate here (uint16).
+MAX_COUNT = 0xFFFF
 #: PartTree caps distances here (MAFFT's MAX6DIST).
 MAX_KMER_DIST = 10.0
-EMPTY_DISTANCE = _k.EMPTY_DISTANCE
+#: Distance between a sequence with no 6-mer and anything (mafft-distance's value).
+EMPTY_DISTANCE = 1.0
 
 
 @dataclass
@@ -58,46 +63,3 @@ class KmerTables:
         """Sequence i's (codes, counts), for tests and debugging."""
         index = self.start[i] + SECTION * np.arange(self.n_distinct[i])
         return self.kcodes[index], self.kcounts[index]
-
-
-def build_kmer_tables(codes: np.ndarray, offsets: np.ndarray) -> KmerTables:
-    """Struct arrays from residue codes and offsets (CPU; Numba kernels per sequence).
-
-    Example:
-        >>> import numpy as np
-        >>> from msa.alphabet import encode
-        >>> t = build_kmer_tables(encode(np.frombuffer(b"AAAAAAAC", np.uint8)), np.array([0, 8]))
-        >>> t.runs(0), int(t.self_scores[0])
-        ((array([0, 5], dtype=uint16), array([2, 1], dtype=uint16)), 3)
-    """
-    codes = np.ascontiguousarray(codes, dtype=np.uint8)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    n = len(offsets) - 1
-    windows_per_seq = _k.window_counts(codes, offsets, GROUP6)
-    win_off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(windows_per_seq, out=win_off[1:])
-    windows, n_distinct = _k.sorted_windows(codes, offsets, GROUP6, win_off, numba.get_num_threads())
-
-    order = np.argsort(n_distinct, kind="stable")
-    slot = np.empty(n, dtype=np.int64)
-    slot[order] = np.arange(n)
-    n_sections = -(-n // SECTION)
-    last_of_section = np.minimum(np.arange(n_sections) * SECTION + SECTION - 1, n - 1)
-    width = n_distinct[order[last_of_section]].astype(np.int64)
-    section_off = np.zeros(n_sections + 1, dtype=np.int64)
-    np.cumsum(SECTION * width, out=section_off[1:])
-    start = section_off[slot // SECTION] + slot % SECTION
-
-    kcodes = np.full(section_off[-1], PAD_CODE, dtype=np.uint16)
-    kcounts = np.zeros(section_off[-1], dtype=np.uint16)
-    _k.interleave_runs(windows, win_off, start, kcodes, kcounts)
-    return KmerTables(
-        lengths=np.diff(offsets),
-        self_scores=windows_per_seq,
-        n_distinct=n_distinct,
-        slot=slot,
-        start=start,
-        section_off=section_off,
-        kcodes=kcodes,
-        kcounts=kcounts,
-    )

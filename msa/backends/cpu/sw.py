@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from msa.backends.cpu_kmers import _condensed_rows
+from msa.distances.condensed import condensed_row, condensed_rows
 
 #: Residue codes the substitution matrix covers (msa.alphabet.ALPHABET).
 N_CODES = 24
@@ -96,13 +96,13 @@ def sw_distance_matrix(
     codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, matrix: np.ndarray,
     gap_open: int, gap_extend: int, threads: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Condensed SW distance matrices of many groups (layout as cpu_kmers.kmer_distance_matrix).
+    """Condensed SW distance matrices of many groups (layout as msa.backends.cpu.kmers.kmer_distance_matrix).
 
     Work items are the condensed rows (one query against its later members),
     spread over the threads; each row profiles its query once.
     """
     selfs = self_scores(codes, offsets, ids, matrix, gap_open, gap_extend, threads)
-    row_group, row_index, out_off = _condensed_rows(group_off)
+    row_group, row_index, out_off = condensed_rows(group_off)
     out = np.empty(out_off[-1], dtype=np.float64)
     n_rows = len(row_group)
     max_len = 1
@@ -114,14 +114,10 @@ def sw_distance_matrix(
         h = np.empty(max_len, dtype=np.int64)
         f = np.empty(max_len, dtype=np.int64)
         for t in range(w, n_rows, workers):
-            g = row_group[t]
-            i = row_index[t]
-            base = group_off[g]
-            s = group_off[g + 1] - base
+            i, base, s, o = condensed_row(t, row_group, row_index, group_off, out_off)
             a = ids[base + i]
             la = offsets[a + 1] - offsets[a]
             _profile(prof, matrix, codes, offsets[a], la)
-            o = out_off[g] + i * s - i * (i + 1) // 2 - i - 1
             for j in range(i + 1, s):
                 b = ids[base + j]
                 score = sw_score(prof, la, codes, offsets[b], offsets[b + 1], h, f, gap_open, gap_extend)

@@ -1,9 +1,11 @@
-"""Numba kernels for LCS-distance guide trees past the full-matrix size.
+"""Numba kernels of FAMSA's LCS distance: full condensed matrices and the trees past them.
 
-Two operations, both on FAMSA's ``indel075_div_lcs`` distance with the exact
-rounding of :func:`msa.backends.cpu_kmers.lcs_distance_matrix` (same LCS, same
-power table, same LCS = 0 value), so every decision matches the full-matrix path:
+All operations use FAMSA's ``indel075_div_lcs`` distance with one rounding (same
+LCS by Hyyro's bit-parallel algorithm, same power table, same LCS = 0 value, see
+:func:`lcs_distance_matrix`), so every decision of the large-tree paths matches
+the full-matrix path:
 
+* :func:`lcs_distance_matrix`: condensed matrices of many groups (exact trees).
 * :func:`lcs_nearest_reference`: each member's nearest reference of its node,
   plus the node's *link* matrix ``link[i, j]`` = the smallest distance from a
   member assigned to reference i to reference j, an upper bound of the
@@ -14,13 +16,72 @@ power table, same LCS = 0 value), so every decision matches the full-matrix path
 * :func:`lcs_prim_mst`: Prim's minimum spanning tree of one group with every
   distance row computed when its vertex joins the tree, so memory is O(n)
   instead of the condensed matrix's O(n^2).
+
+These are the CPU oracles of ``kernels/lcs_distance.cu``.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
-from msa.backends.cpu_kmers import _lcs_length, pow075_table
+from msa.distances.condensed import condensed_row, condensed_rows
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _popcount(x: np.uint64) -> int:
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def _lcs_length(masks, words, len_a, codes, lo, hi, v) -> int:
+    """Hyyro's bit-parallel LCS: V' = (V + U) | (V - U), U = V & match(c).
+
+    U's bits are a subset of V's, so V - U = V ^ U never borrows: only the
+    addition carries from word to word.
+    """
+    ones = np.uint64(0xFFFFFFFFFFFFFFFF)
+    zero = np.uint64(0)
+    for w in range(words):
+        v[w] = ones
+    for k in range(lo, hi):
+        c = codes[k]
+        if c >= 20:  # only the 20 standard residues match (FAMSA)
+            continue
+        carry = zero
+        row = np.int64(c) * words
+        for w in range(words):
+            x = v[w]
+            u = x & masks[row + w]
+            s1 = x + u
+            c1 = s1 < x
+            s2 = s1 + carry
+            c2 = s2 < s1
+            carry = np.uint64(c1 | c2)
+            v[w] = s2 | (x ^ u)
+    zeros = 0
+    for w in range(words):
+        x = ~v[w]
+        bits = len_a - 64 * w
+        if bits < 64:
+            x &= (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+        zeros += _popcount(x)
+    return zeros
+
+
+@njit(cache=True, nogil=True)
+def pow075_table(n: int) -> np.ndarray:
+    """``k ** 0.75`` for ``k < n`` by libm's scalar pow, FAMSA's rounding.
+
+    The LCS distances of both backends read their powers here: CUDA's pow (and
+    NumPy's vectorized one) may round differently in the last bit.
+    """
+    out = np.empty(n, dtype=np.float64)
+    for k in range(n):
+        out[k] = float(k) ** 0.75
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -35,7 +96,7 @@ def _fill_masks(masks: np.ndarray, words: int, codes: np.ndarray, lo: int, hi: i
 
 @njit(cache=True, nogil=True, inline="always")
 def _lcs_dist(lcs: int, la: int, lb: int, pow075: np.ndarray) -> float:
-    """indel075_div_lcs, written as in cpu_kmers.lcs_distance_matrix."""
+    """FAMSA's indel075_div_lcs of two lengths and their LCS (the rule in lcs_distance_matrix)."""
     if lcs == 0:
         return 2.0 * pow075[la + lb]
     return pow075[la + lb - 2 * lcs] / float(lcs)
@@ -43,10 +104,46 @@ def _lcs_dist(lcs: int, la: int, lb: int, pow075: np.ndarray) -> float:
 
 @njit(cache=True, nogil=True)
 def _max_len(offsets: np.ndarray, ids: np.ndarray) -> int:
+    """Longest sequence of ``ids`` (at least 1, so every buffer has a word)."""
     out = 1
     for k in range(len(ids)):
         out = max(out, offsets[ids[k] + 1] - offsets[ids[k]])
     return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def lcs_distance_matrix(
+    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, threads: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Condensed FAMSA ``indel075_div_lcs`` matrices of many groups (layout as kmer_distance_matrix).
+
+    ``d = (la + lb - 2 LCS) ** 0.75 / LCS``; where LCS = 0 FAMSA uses the largest
+    float, which would overflow average linkage, so we use ``2 (la + lb) ** 0.75``,
+    still above every pair of the same lengths with LCS >= 1. The powers come from
+    :func:`pow075_table`, the table the CUDA kernel reads too.
+    """
+    row_group, row_index, out_off = condensed_rows(group_off)
+    out = np.empty(out_off[-1], dtype=np.float64)
+    n_rows = len(row_group)
+    max_len = _max_len(offsets, ids)
+    max_words = (max_len + 63) // 64
+    pow075 = pow075_table(2 * max_len + 1)
+    workers = max(min(threads, n_rows), 1)
+    for w in prange(workers):
+        masks = np.zeros(20 * max_words, dtype=np.uint64)
+        v = np.empty(max_words, dtype=np.uint64)
+        for t in range(w, n_rows, workers):
+            i, base, s, o = condensed_row(t, row_group, row_index, group_off, out_off)
+            a = ids[base + i]
+            la = offsets[a + 1] - offsets[a]
+            words = max((la + 63) // 64, 1)
+            _fill_masks(masks, words, codes, offsets[a], offsets[a + 1])
+            for j in range(i + 1, s):
+                b = ids[base + j]
+                lb = offsets[b + 1] - offsets[b]
+                lcs = _lcs_length(masks, words, la, codes, offsets[b], offsets[b + 1], v)
+                out[o + j] = _lcs_dist(lcs, la, lb, pow075)
+    return out, out_off
 
 
 @njit(cache=True, nogil=True)

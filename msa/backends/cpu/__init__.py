@@ -1,12 +1,18 @@
-"""CPU backend: NumPy plus Numba kernels, the oracle for every GPU kernel."""
+"""CPU backend: NumPy plus Numba kernels, the oracle for every GPU kernel.
+
+One module per stage, each beside its CUDA counterpart of the same name in
+:mod:`msa.backends.cuda`: ``kmers`` (6-mer tables and distances), ``lcs``
+(FAMSA's LCS distance, the nearest-reference searches and Prim's MST), ``sw``
+(Smith-Waterman distances) and ``align`` (the progressive DP).
+"""
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from msa.backends import cpu_kmers, cpu_lcs_tree, cpu_sw
-from msa.backends.cpu_align import align_batch
-from msa.kmers import MAX_KMER_DIST, KmerTables, build_kmer_tables
+from msa.backends.cpu import kmers, lcs, sw
+from msa.backends.cpu.align import align_batch
+from msa.distances.kmers import MAX_KMER_DIST, KmerTables
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 from msa.seqdb import _ranges
@@ -72,8 +78,8 @@ class CpuBackend:
 
     # ---- guide-tree stage
     def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray) -> KmerTables:
-        """6-mer struct arrays of every sequence (layout in msa.kmers)."""
-        return build_kmer_tables(codes, offsets)
+        """6-mer struct arrays of every sequence (layout in msa.distances.kmers)."""
+        return kmers.build_kmer_tables(codes, offsets)
 
     def nearest_reference(
         self,
@@ -85,7 +91,7 @@ class CpuBackend:
         cap: float = MAX_KMER_DIST,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Index (within its node's references) of each member's nearest reference, and the distance."""
-        return cpu_kmers.nearest_reference(
+        return kmers.nearest_reference(
             tables.kcodes, tables.kcounts, tables.start, tables.n_distinct, tables.self_scores,
             tables.lengths, _i64(ref_ids), _i64(ref_off), _i64(member_ids), _i64(member_node),
             float(cap), numba.get_num_threads(),
@@ -95,7 +101,7 @@ class CpuBackend:
         self, tables: KmerTables, ids: np.ndarray, group_off: np.ndarray, cap: float = MAX_KMER_DIST
     ) -> tuple[np.ndarray, np.ndarray]:
         """Condensed 6-mer distance matrices of many groups, and each group's offset in them."""
-        return cpu_kmers.kmer_distance_matrix(
+        return kmers.kmer_distance_matrix(
             tables.kcodes, tables.kcounts, tables.start, tables.n_distinct, tables.self_scores,
             tables.lengths, _i64(ids), _i64(group_off), float(cap),
             numba.get_num_threads(),
@@ -105,7 +111,7 @@ class CpuBackend:
         self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Condensed FAMSA indel075_div_lcs matrices of many groups, and their offsets."""
-        return cpu_kmers.lcs_distance_matrix(
+        return lcs.lcs_distance_matrix(
             np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), _i64(group_off),
             numba.get_num_threads(),
         )
@@ -114,11 +120,11 @@ class CpuBackend:
         self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray,
         matrix: np.ndarray, gaps: GapCosts,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Condensed Smith-Waterman score distances of many groups (msa.backends.cpu_sw), and their offsets.
+        """Condensed Smith-Waterman score distances of many groups (msa.backends.cpu.sw), and their offsets.
 
         ``matrix``: the 24x24 int64 fixed-point table; ``gaps``: its open/extend costs (<= 0).
         """
-        return cpu_sw.sw_distance_matrix(
+        return sw.sw_distance_matrix(
             np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), _i64(group_off),
             np.ascontiguousarray(matrix, dtype=np.int64), int(gaps.open), int(gaps.extend),
             numba.get_num_threads(),
@@ -134,7 +140,7 @@ class CpuBackend:
         member_node: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Nearest reference by LCS distance, its distance, and each node's cluster-link matrix."""
-        return cpu_lcs_tree.lcs_nearest_reference(
+        return lcs.lcs_nearest_reference(
             np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ref_ids), _i64(ref_off),
             _i64(member_ids), _i64(member_node), numba.get_num_threads(),
         )
@@ -149,7 +155,7 @@ class CpuBackend:
         member_node: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Nearest reference by LCS distance and its distance, without link matrices (many references)."""
-        return cpu_lcs_tree.lcs_nearest_sample(
+        return lcs.lcs_nearest_sample(
             np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ref_ids), _i64(ref_off),
             _i64(member_ids), _i64(member_node), numba.get_num_threads(),
         )
@@ -158,7 +164,7 @@ class CpuBackend:
         self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Minimum spanning tree of one group under LCS distances, rows computed on the fly."""
-        return cpu_lcs_tree.lcs_prim_mst(
+        return lcs.lcs_prim_mst(
             np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), numba.get_num_threads()
         )
 

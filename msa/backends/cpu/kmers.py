@@ -1,33 +1,71 @@
 """Numba kernels for the guide-tree stage: 6-mer struct arrays, shared counts, distances.
 
 These are the CPU oracles of the CUDA kernels; the array layouts are described in
-:mod:`msa.kmers`. Distances are float64 with one fixed operation order (see
+:mod:`msa.distances.kmers`. Distances are float64 with one fixed operation order (see
 :func:`kmer_distance`), so a kernel compiled with ``--fmad=false`` rounds every
 step the same way and picks the same nearest reference.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
-KMER_LEN = 6
-N_KMERS = 6**KMER_LEN
-#: Sequences per section (a warp): entry e of the 32 members is contiguous.
-SECTION = 32
-#: Code of a padding entry; above every real 6-mer code so merges stop on it.
-PAD_CODE = 0xFFFF
-MAX_COUNT = 0xFFFF
+from msa.alphabet import GROUP6
+from msa.distances.condensed import condensed_row, condensed_rows
+from msa.distances.kmers import EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerTables
 
 # MAFFT's protein length-factor constants (anchor A6).
 LENFAC_A = 0.01
 LENFAC_B = 10000.0
 LENFAC_C = 10000.0
 LENFAC_D = 0.1
-#: Distance between a sequence with no 6-mer and anything (mafft-distance's value).
-EMPTY_DISTANCE = 1.0
 
 
 # --------------------------------------------------------------------------- build
+
+
+def build_kmer_tables(codes: np.ndarray, offsets: np.ndarray) -> KmerTables:
+    """Struct arrays from residue codes and offsets (CPU; Numba kernels per sequence).
+
+    Example:
+        >>> import numpy as np
+        >>> from msa.alphabet import encode
+        >>> t = build_kmer_tables(encode(np.frombuffer(b"AAAAAAAC", np.uint8)), np.array([0, 8]))
+        >>> t.runs(0), int(t.self_scores[0])
+        ((array([0, 5], dtype=uint16), array([2, 1], dtype=uint16)), 3)
+    """
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    n = len(offsets) - 1
+    windows_per_seq = window_counts(codes, offsets, GROUP6)
+    win_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(windows_per_seq, out=win_off[1:])
+    windows, n_distinct = sorted_windows(codes, offsets, GROUP6, win_off, numba.get_num_threads())
+
+    order = np.argsort(n_distinct, kind="stable")
+    slot = np.empty(n, dtype=np.int64)
+    slot[order] = np.arange(n)
+    n_sections = -(-n // SECTION)
+    last_of_section = np.minimum(np.arange(n_sections) * SECTION + SECTION - 1, n - 1)
+    width = n_distinct[order[last_of_section]].astype(np.int64)
+    section_off = np.zeros(n_sections + 1, dtype=np.int64)
+    np.cumsum(SECTION * width, out=section_off[1:])
+    start = section_off[slot // SECTION] + slot % SECTION
+
+    kcodes = np.full(section_off[-1], PAD_CODE, dtype=np.uint16)
+    kcounts = np.zeros(section_off[-1], dtype=np.uint16)
+    interleave_runs(windows, win_off, start, kcodes, kcounts)
+    return KmerTables(
+        lengths=np.diff(offsets),
+        self_scores=windows_per_seq,
+        n_distinct=n_distinct,
+        slot=slot,
+        start=start,
+        section_off=section_off,
+        kcodes=kcodes,
+        kcounts=kcounts,
+    )
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -261,28 +299,6 @@ def nearest_reference(
     return best, best_d
 
 
-@njit(cache=True, nogil=True)
-def _condensed_rows(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(group, row) work items of batched condensed matrices, and each group's output offset."""
-    n_groups = len(group_off) - 1
-    out_off = np.zeros(n_groups + 1, dtype=np.int64)
-    n_rows = 0
-    for g in range(n_groups):
-        s = group_off[g + 1] - group_off[g]
-        out_off[g + 1] = out_off[g] + s * (s - 1) // 2
-        n_rows += max(s - 1, 0)
-    row_group = np.empty(n_rows, dtype=np.int64)
-    row_index = np.empty(n_rows, dtype=np.int64)
-    k = 0
-    for g in range(n_groups):
-        s = group_off[g + 1] - group_off[g]
-        for i in range(s - 1):
-            row_group[k] = g
-            row_index[k] = i
-            k += 1
-    return row_group, row_index, out_off
-
-
 @njit(cache=True, nogil=True, parallel=True)
 def kmer_distance_matrix(
     kcodes: np.ndarray,
@@ -301,20 +317,16 @@ def kmer_distance_matrix(
     Group g is ``ids[group_off[g]:group_off[g+1]]``; its matrix (scipy's condensed
     order, pairs i<j row by row) is ``out[out_off[g]:out_off[g+1]]``.
     """
-    row_group, row_index, out_off = _condensed_rows(group_off)
+    row_group, row_index, out_off = condensed_rows(group_off)
     out = np.empty(out_off[-1], dtype=np.float64)
     n_rows = len(row_group)
     workers = max(min(threads, n_rows), 1)
     for w in prange(workers):
         table = np.zeros(N_KMERS, dtype=np.uint16)
         for t in range(w, n_rows, workers):
-            g = row_group[t]
-            i = row_index[t]
-            base = group_off[g]
-            s = group_off[g + 1] - base
+            i, base, s, o = condensed_row(t, row_group, row_index, group_off, out_off)
             a = ids[base + i]
             _fill_table(table, kcodes, kcounts, start, n_distinct, a, 1, 0)
-            o = out_off[g] + i * s - i * (i + 1) // 2 - i - 1
             for j in range(i + 1, s):
                 b = ids[base + j]
                 common = 0
@@ -326,112 +338,4 @@ def kmer_distance_matrix(
                     common, self_scores[a], self_scores[b], lengths[a], lengths[b], cap
                 )
             _clear_table(table, kcodes, start, n_distinct, a, 1, 0)
-    return out, out_off
-
-
-# --------------------------------------------------------------------------- LCS
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _popcount(x: np.uint64) -> int:
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@njit(cache=True, nogil=True)
-def _lcs_length(masks, words, len_a, codes, lo, hi, v) -> int:
-    """Hyyro's bit-parallel LCS: V' = (V + U) | (V - U), U = V & match(c).
-
-    U's bits are a subset of V's, so V - U = V ^ U never borrows: only the
-    addition carries from word to word.
-    """
-    ones = np.uint64(0xFFFFFFFFFFFFFFFF)
-    zero = np.uint64(0)
-    for w in range(words):
-        v[w] = ones
-    for k in range(lo, hi):
-        c = codes[k]
-        if c >= 20:  # only the 20 standard residues match (FAMSA)
-            continue
-        carry = zero
-        row = np.int64(c) * words
-        for w in range(words):
-            x = v[w]
-            u = x & masks[row + w]
-            s1 = x + u
-            c1 = s1 < x
-            s2 = s1 + carry
-            c2 = s2 < s1
-            carry = np.uint64(c1 | c2)
-            v[w] = s2 | (x ^ u)
-    zeros = 0
-    for w in range(words):
-        x = ~v[w]
-        bits = len_a - 64 * w
-        if bits < 64:
-            x &= (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
-        zeros += _popcount(x)
-    return zeros
-
-
-@njit(cache=True, nogil=True)
-def pow075_table(n: int) -> np.ndarray:
-    """``k ** 0.75`` for ``k < n`` by libm's scalar pow, FAMSA's rounding.
-
-    The LCS distances of both backends read their powers here: CUDA's pow (and
-    NumPy's vectorized one) may round differently in the last bit.
-    """
-    out = np.empty(n, dtype=np.float64)
-    for k in range(n):
-        out[k] = float(k) ** 0.75
-    return out
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def lcs_distance_matrix(
-    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, threads: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Condensed FAMSA ``indel075_div_lcs`` matrices of many groups (layout as kmer_distance_matrix).
-
-    ``d = (la + lb - 2 LCS) ** 0.75 / LCS``; where LCS = 0 FAMSA uses the largest
-    float, which would overflow average linkage, so we use ``2 (la + lb) ** 0.75``,
-    still above every pair of the same lengths with LCS >= 1. The powers come from
-    :func:`pow075_table`, the table the CUDA kernel reads too.
-    """
-    row_group, row_index, out_off = _condensed_rows(group_off)
-    out = np.empty(out_off[-1], dtype=np.float64)
-    n_rows = len(row_group)
-    max_len = 1
-    for k in range(len(ids)):
-        max_len = max(max_len, offsets[ids[k] + 1] - offsets[ids[k]])
-    max_words = (max_len + 63) // 64
-    pow075 = pow075_table(2 * max_len + 1)
-    workers = max(min(threads, n_rows), 1)
-    for w in prange(workers):
-        masks = np.zeros(20 * max_words, dtype=np.uint64)
-        v = np.empty(max_words, dtype=np.uint64)
-        for t in range(w, n_rows, workers):
-            g = row_group[t]
-            i = row_index[t]
-            base = group_off[g]
-            s = group_off[g + 1] - base
-            a = ids[base + i]
-            la = offsets[a + 1] - offsets[a]
-            words = max((la + 63) // 64, 1)
-            masks[: 20 * words] = 0
-            for p in range(la):
-                c = codes[offsets[a] + p]
-                if c < 20:
-                    masks[np.int64(c) * words + p // 64] |= np.uint64(1) << np.uint64(p % 64)
-            o = out_off[g] + i * s - i * (i + 1) // 2 - i - 1
-            for j in range(i + 1, s):
-                b = ids[base + j]
-                lb = offsets[b + 1] - offsets[b]
-                lcs = _lcs_length(masks, words, la, codes, offsets[b], offsets[b + 1], v)
-                if lcs == 0:
-                    out[o + j] = 2.0 * pow075[la + lb]
-                else:
-                    out[o + j] = pow075[la + lb - 2 * lcs] / float(lcs)
     return out, out_off

@@ -1,0 +1,46 @@
+"""CUDA backend: CuPy array plumbing around the kernels of ``kernels/*.cu``.
+
+Besides :mod:`msa.kernels`, the only package that imports CuPy (importing it
+needs CuPy; :func:`msa.backends.get_backend` imports it only where a GPU is
+usable). Every operation returns exactly what
+:class:`~msa.backends.cpu.CpuBackend` returns (the CPU is the oracle,
+tests/gpu checks it). One module per stage, each beside its CPU oracle of the
+same name: ``kmers``, ``lcs``, ``sw``, ``align``; ``segments`` moves profile
+rows between progressive levels, and ``memory`` cuts work into pieces that fit
+the free device memory. :class:`CudaBackend` mixes the stages together.
+"""
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+
+from msa.backends.cuda.align import AlignStage
+from msa.backends.cuda.kmers import DeviceKmerTables, KmerStage
+from msa.backends.cuda.lcs import LcsStage
+from msa.backends.cuda.segments import SegmentsStage
+from msa.backends.cuda.sw import SwStage
+
+__all__ = ["CudaBackend", "DeviceKmerTables"]
+
+
+class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage):
+    """Runs the guide-tree stage and the progressive merges on one GPU."""
+
+    name = "cuda"
+    xp = cp  # profile tables and maps stay CuPy arrays between levels
+
+    def __init__(self, device: int = 0, memory_limit: int | None = None) -> None:
+        """``memory_limit``: most device bytes one piece of guide-tree work may plan to use
+        (default: MEMORY_FRACTION of the free memory); tests lower it to force the splitting."""
+        self.device = device
+        self.memory_limit = memory_limit
+        with cp.cuda.Device(device) as dev:
+            self.n_sm = int(dev.attributes["MultiProcessorCount"])
+        self._load_kmers()
+        self._load_segments()
+        self._load_align()
+
+    @staticmethod
+    def to_host(a: cp.ndarray) -> np.ndarray:
+        """Device array to a NumPy array (one copy)."""
+        return cp.asnumpy(a)

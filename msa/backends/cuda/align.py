@@ -1,0 +1,264 @@
+"""Progressive merges on the GPU (kernels/profile_align.cu), beside its CPU oracle msa.backends.cpu.align.
+
+Integer-exact with the CPU DP: the same column maps and parent profiles. A
+level batch is cut into pieces that fit the free device memory; the DP fill
+kernel (dp_fill, dp_pipe or dp_scan) is chosen per piece by _merge_records.
+"""
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+
+from msa import kernels
+from msa.alphabet import N_CODES
+from msa.backends.cuda.memory import DeviceStage, run_in_pieces
+from msa.profile import N_COUNTS, AlignBatch, AlignResult
+
+#: dp_fill block shapes, one column of P2 per thread (dp_fill<K> with K = 1; K = 8 measured
+#: slower, benchmarks/NOTES.md): at most DP_THREADS threads for batches with at least as many
+#: merges as SMs, DP_FEW_THREADS for fewer (the long merges of deep trees and the root).
+DP_THREADS = 256
+DP_FEW_THREADS = 512
+#: Most threads of each dp_fill<K> / dp_pipe<K> instantiation (kernels/profile_align.cu).
+DP_ALLOWED_THREADS = {1: 512}
+#: Batches with fewer merges than SMs whose P2 spans several chunks run dp_pipe: the chunks of a
+#: merge on concurrent blocks, ~W1 + W2 wavefront steps instead of chunks x (W1 + threads).
+#: False keeps them on dp_fill (one block per merge; tests compare the two).
+DP_PIPELINE = True
+#: dp_pipe block size (columns per chunk): fewer threads per block make a wavefront step
+#: cheaper, more chunks spread a merge over more SMs (benchmarks/NOTES.md).
+DP_PIPE_THREADS = 128
+#: Pipelined batches run dp_scan (a chunk takes a row at a time, the horizontal gap state by a
+#: block scan: ~min(W1, W2) row steps) rather than dp_pipe (a wavefront, ~W1 + W2 steps);
+#: False measures dp_pipe (benchmarks/NOTES.md). Tests run both.
+DP_SCAN = True
+#: dp_scan's block (SCAN_THREADS) and columns per thread (SCAN_K, 4 only), compiled into the kernel.
+SCAN_THREADS = 128
+SCAN_K = 4
+#: A dp_scan row costs about this many dp_pipe wavefront steps (H200: ~1.8-2.1 us against
+#: ~0.7-0.75 us, benchmarks/NOTES.md), so a piece runs dp_scan only where its longest merge
+#: takes fewer: min(W1, W2) + PUBLISH_ROWS * chunks rows against W1 + W2 steps.
+SCAN_ROW_STEPS = 2.5
+#: Rows a pipelined chunk publishes at a time (kernels/profile_align.cu's PUBLISH_ROWS).
+PUBLISH_ROWS = 8
+#: Block sizes of merge_info, traceback (warps per block) and build_parent (kernels/profile_align.cu).
+MI_THREADS = 128
+TB_WARPS = 4
+BP_THREADS = 256
+#: cell_scores tiles (kernels/profile_align.cu, CS_*): columns of P2 (threads) x rows of P1.
+CS_THREADS = 128
+CS_ROWS = 32
+#: cell_scores blocks per SM a launch aims at (each block strides over its merge's tiles).
+CS_BLOCKS_PER_SM = 8
+#: Device bytes per DP cell of a dp_pipe piece: its int64 substitution score from cell_scores.
+SCORE_BYTES = 8
+#: The DP fill kernels _merge_records chooses from.
+FILLS = ("fill", "pipe", "scan")
+#: int64 fields of a merge record (kernels/profile_align.cu, I_*).
+N_INFO = 12
+#: Device bytes per input column of a piece (counts, column terms, map).
+ALIGN_BYTES_PER_COLUMN = 112 + 5 * 8 + 24 * 8 + 4 + 24 + 24 * 4 + 8
+#: Device bytes per row of P1 of a chunk-boundary row buffer (D, H, V).
+ROW_BYTES = 3 * 8
+
+
+class AlignStage(DeviceStage):
+    """profile_align of :class:`~msa.backends.cuda.CudaBackend`."""
+
+    def _load_align(self) -> None:
+        """Compile (or fetch from the cache) kernels/profile_align.cu with this module's SCAN_* sizes."""
+        align = kernels.load("profile_align", (("SCAN_THREADS", SCAN_THREADS), ("SCAN_K", SCAN_K)), self.device)
+        self._column_setup = align.get_function("column_setup")
+        self._merge_info = align.get_function("merge_info")
+        # The fills by _merge_records' choice: dp_fill1 (one block per merge), dp_pipe1 and
+        # dp_scan (a merge's chunks on concurrent blocks).
+        self._fills = {kind: align.get_function(f"dp_{kind}{'' if kind == 'scan' else 1}") for kind in FILLS}
+        for kind in ("fill", "pipe"):
+            self._fills[kind].max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[1], 1, kind == "pipe")
+        self._cell_scores = align.get_function("cell_scores")
+        self._traceback = align.get_function("traceback")
+        self._build_parent = align.get_function("build_parent")
+
+    def profile_align(self, batch: AlignBatch) -> AlignResult:
+        """Align every merge of a level batch on the GPU (kernels/profile_align.cu; equal to the CPU's).
+
+        ``batch.counts`` may be a host or device array; maps and parent counts stay
+        on the device. Merges are cut into pieces that fit the free device memory;
+        each piece waits for the device once, to learn its parents' widths. Only a batch
+        of fewer merges than SMs may run dp_pipe, so only its cost counts the cell scores.
+        """
+        off = np.ascontiguousarray(batch.col_offsets, dtype=np.int64)
+        n_merges = batch.n_merges
+        parents: list[cp.ndarray] = []
+        lengths: list[np.ndarray] = []
+        w = np.diff(off)
+        wa, wb = w[0::2], w[1::2]
+        cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112) + _boundary_bytes(wa, wb) + (wa + 8) * (wb + 8) + 64
+        if n_merges < self.n_sm:
+            cost = cost + SCORE_BYTES * wa * wb
+        with cp.cuda.Device(self.device):
+            maps = cp.empty(int(off[-1]), dtype=cp.int64)
+            consts = np.concatenate((np.ravel(batch.matrix), np.ravel(batch.gaps))).astype(np.int64)
+
+            pipeline = n_merges < self.n_sm
+
+            def piece(lo: int, hi: int) -> None:
+                a, b = off[2 * lo], off[2 * hi]
+                try:
+                    piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, consts, pipeline)
+                except cp.cuda.memory.OutOfMemoryError:
+                    if not pipeline or hi - lo > 1:  # several merges: run_in_pieces halves the piece
+                        raise
+                    # One merge whose 8-byte cell scores do not fit: dp_fill needs 1 byte a cell.
+                    cp.get_default_memory_pool().free_all_blocks()
+                    piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, consts, False)
+                maps[a:b] = piece_maps
+                parents.append(piece_parents)
+                lengths.append(piece_lengths)
+
+            if n_merges:
+                run_in_pieces(cost, piece)
+            if len(parents) == 1:
+                counts = parents[0]
+            elif parents:
+                counts = cp.concatenate(parents)
+            else:
+                counts = cp.zeros((0, N_COUNTS), dtype=cp.int32)
+        parent_off = np.zeros(n_merges + 1, dtype=np.int64)
+        if lengths:
+            np.cumsum(np.concatenate(lengths), out=parent_off[1:])
+        return AlignResult(maps, counts, parent_off)
+
+    def _align_piece(
+        self, batch: AlignBatch, lo: int, hi: int, consts: np.ndarray, pipeline: bool
+    ) -> tuple[cp.ndarray, cp.ndarray, np.ndarray]:
+        """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths).
+
+        One upload (offsets, sizes, scratch offsets, matrix, gaps), six launches (seven with
+        dp_pipe), one wait (the parent widths). The fill is dp_pipe when _merge_records says so
+        (a piece of a batch of fewer merges than SMs, whose cost counted the cell scores): a
+        grid of at most one block per SM drawing (merge, chunk) tickets, after cell_scores has
+        written every cell's substitution score (CS_BLOCKS_PER_SM blocks per SM in all).
+        ``pipeline``: the batch may run dp_pipe (fewer merges than SMs; its cost counted the scores).
+        """
+        off = batch.col_offsets
+        a, b = int(off[2 * lo]), int(off[2 * hi])
+        n, n_cols = hi - lo, b - a
+        col_off = np.ascontiguousarray(off[2 * lo : 2 * hi + 1] - a, dtype=np.int64)
+        n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
+        counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
+        info, t, k, fill, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline)
+        meta = cp.asarray(np.concatenate((col_off, n_seqs, consts, info.ravel())))
+        d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
+        d_m, d_g = meta[4 * n + 1 : 4 * n + 1 + N_CODES * N_CODES], meta[4 * n + 1 + N_CODES * N_CODES :][:4]
+        d_info = meta[len(meta) - n * N_INFO :]
+        terms = [cp.empty(n_cols, dtype=cp.int64) for _ in range(5)]  # gapc, res, start, cont, retype
+        s2 = cp.empty((n_cols, N_CODES), dtype=cp.int64)
+        nnz = cp.empty(n_cols, dtype=cp.int32)
+        nzc = cp.empty(n_cols, dtype=cp.int32)
+        codes = cp.empty((n_cols, N_CODES), dtype=cp.uint8)
+        mult = cp.empty((n_cols, N_CODES), dtype=cp.int32)
+        self._column_setup(
+            ((n_cols + 127) // 128,), (128,),
+            (counts, np.int64(n_cols), d_col_off, np.int64(2 * n), d_n_seqs, d_m, d_g,
+             *terms, s2, nnz, codes, mult, nzc),
+        )
+        self._merge_info((n,), (MI_THREADS,), (d_col_off, d_n_seqs, nzc, d_info))
+        rows = [cp.empty(max(sizes["rows"], 1), dtype=cp.int64) for _ in range(3)]
+        dirs = cp.empty(max(sizes["dirs"] // 8, 1), dtype=cp.uint64)
+        final3 = cp.empty(3 * n, dtype=cp.int64)
+        args = (d_info, d_g, *terms, s2, nnz, codes, mult, *rows, dirs, final3)
+        if fill == "fill":
+            self._fills["fill"]((n,), (t,), args, shared_mem=_dp_shared(t, k, False))
+        else:
+            scores = cp.empty(max(sizes["scores"], 1), dtype=cp.int64)
+            grid = min(sizes["score_tiles"], -(-CS_BLOCKS_PER_SM * self.n_sm // n))
+            self._cell_scores(
+                (grid, n), (CS_THREADS,),
+                (d_info, terms[0], terms[1], s2, nnz, codes, mult, scores, np.int64(fill == "scan")),
+            )
+            tickets = sizes["tickets"]
+            sync = cp.zeros(1 + tickets, dtype=cp.int64)  # ticket counter, then rows done per ticket
+            grid, ticket_args = (min(tickets, self.n_sm),), (sync, np.int64(n), np.int64(tickets))
+            if fill == "scan":
+                self._fills["scan"](grid, (t,), (d_info, d_g, *terms[1:], scores, *rows, dirs, final3, *ticket_args))
+            else:
+                self._fills["pipe"](grid, (t,), (*args, scores, *ticket_args), shared_mem=_dp_shared(t, k, True))
+            del scores
+        del s2, codes, mult, rows, terms, nzc
+        paths = cp.empty(max(n_cols, 1), dtype=cp.uint8)
+        lengths = cp.empty(n, dtype=cp.int64)
+        self._traceback(
+            ((n + TB_WARPS - 1) // TB_WARPS,), (32 * TB_WARPS,), (d_info, np.int64(n), dirs, final3, paths, lengths)
+        )
+        del dirs
+        parent_off = cp.zeros(n + 1, dtype=cp.int64)
+        cp.cumsum(lengths, out=parent_off[1:])
+        parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32)  # a parent is at most as wide as its two children
+        maps = cp.empty(n_cols, dtype=cp.int64)
+        self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, parents))
+        widths = lengths.get()
+        return maps, parents[: int(widths.sum())], widths
+
+
+def _dp_shared(threads: int, k: int, pipe: bool) -> int:
+    """Dynamic shared memory of a dp_fill<k> block (S2 of its columns, exchange buffers), or of a
+    dp_pipe<k> block (exchange buffers only: its cells' scores come from cell_scores)."""
+    return 8 * threads * ((0 if pipe else N_CODES * k) + 6)
+
+
+def _boundary_bytes(wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
+    """Most device bytes of a merge's dp_fill / dp_pipe boundary buffers and progress counters
+    (what _merge_records gives it, whichever kernel and block size its piece gets)."""
+    wide = np.maximum(wa, wb)
+    chunks = -(-wide // min(DP_FEW_THREADS, DP_PIPE_THREADS))
+    return ROW_BYTES * np.maximum(chunks - 1, 1) * (wide + 1) + 8 * chunks
+
+
+def _merge_records(
+    col_off: np.ndarray, few: bool, pipeline: bool
+) -> tuple[np.ndarray, int, int, bool, dict[str, int]]:
+    """Per-merge records for the DP kernels (scratch offsets; merge_info fills in the roles),
+    the fill's block size, columns per thread (K) and kind (FILLS), and the scratch
+    sizes (``tickets``: dp_pipe's (merge, chunk) tickets; ``scores``: its cells, I_SC;
+    ``score_tiles``: the most cell_scores tiles of a merge, for either role).
+
+    Which profile plays P1 is decided on the device, so the scratch is sized for
+    either choice: direction bytes for the larger of W2 * roundup8(W1), boundary rows
+    and chunks for the wider profile. dp_fill hands a merge's chunk boundaries on in one
+    row buffer; dp_pipe, whose chunks run at once, needs one per boundary (chunks - 1).
+    Pieces with fewer merges than SMs (``few``) run dp_scan where it takes fewer wavefront-step
+    equivalents (SCAN_ROW_STEPS), else dp_pipe where some merge spans more than one chunk, if
+    ``pipeline`` (the piece cost counted the cell scores); their tickets run merge-major,
+    chunk-ascending (I_TICK: first ticket).
+    """
+    w = np.diff(col_off)
+    wa, wb = w[0::2], w[1::2]
+    wide = np.maximum(wa, wb)
+    widest = int(wide.max())
+    threads, k = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32)), 1
+    chunks = -(-wide // (threads * k))
+    fill = "fill"
+    if few and pipeline and DP_PIPELINE:
+        scan_chunks = -(-wide // (SCAN_THREADS * SCAN_K))
+        scan_rows = (np.minimum(wa, wb) + PUBLISH_ROWS * scan_chunks).max()
+        if DP_SCAN and SCAN_ROW_STEPS * scan_rows < (wa + wb).max():
+            fill, threads, k = "scan", SCAN_THREADS, SCAN_K
+        elif chunks.max() > 1:
+            fill, threads = "pipe", DP_PIPE_THREADS
+        chunks = -(-wide // (threads * k))
+    slices = np.ones_like(wide) if fill == "fill" else np.maximum(chunks - 1, 1)
+    info = np.zeros((len(wa), N_INFO), dtype=np.int64)
+    dirs = np.maximum(wb * ((wa + 7) // 8 * 8), wa * ((wb + 7) // 8 * 8))
+    sizes = {}
+    fields = (
+        (7, "dirs", dirs), (8, "rows", slices * (wide + 1)), (9, "tickets", chunks), (10, "path", wa + wb),
+        (11, "scores", wa * wb),
+    )
+    for field, name, size in fields:
+        ends = np.cumsum(size)
+        info[:, field] = ends - size
+        sizes[name] = int(ends[-1])
+    tiles = np.maximum((-(-wb // CS_THREADS)) * (-(-wa // CS_ROWS)), (-(-wa // CS_THREADS)) * (-(-wb // CS_ROWS)))
+    sizes["score_tiles"] = int(tiles.max())
+    return info, threads, k, fill, sizes

@@ -1,0 +1,345 @@
+"""FAMSA's LCS distance on the GPU (kernels/lcs_distance.cu), beside its CPU oracle msa.backends.cpu.lcs."""
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+
+from msa import kernels
+from msa.backends.cpu import CpuBackend
+from msa.backends.cpu.lcs import pow075_table
+from msa.backends.cuda.memory import DeviceStage, condensed_in_pieces, run_in_pieces, sequences_on_device
+from msa.distances.condensed import condensed_rows
+
+#: Threads of an LCS tile: one row sequence against up to this many later members of its group.
+LCS_THREADS = 128
+#: 64-residue word counts with a register kernel (lcs_tiles_<W> in kernels/lcs_distance.cu).
+LCS_WORDS = np.array([1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32])
+#: Resident LCS blocks per SM the grids are sized for (128 threads, <= 128 registers each).
+LCS_BLOCKS_PER_SM = 16
+#: Most shared memory (bytes) for the masks of one lcs_tiles_long block; past it they go to global memory.
+LCS_LONG_SHARED = 96 * 1024
+#: Most bytes of global V scratch for the rows longer than LCS_WORDS[-1] words.
+LCS_LONG_SCRATCH = 1 << 28
+#: Device bytes per residue (codes) and per pair (output, tiles) of an LCS piece.
+LCS_BYTES_PER_RESIDUE = 1
+LCS_BYTES_PER_PAIR = 8 + 16 / LCS_THREADS
+#: Device bytes per (member, reference) pair of a nearest-sample piece (distance, tiles).
+SAMPLE_BYTES_PER_PAIR = 8 + 24 / LCS_THREADS
+
+
+class LcsStage(DeviceStage):
+    """lcs_distance_matrix, lcs_nearest_sample, lcs_nearest_reference and lcs_prim_mst of
+    :class:`~msa.backends.cuda.CudaBackend`."""
+
+    # Delegated to the CPU backend: no kernel yet (the Backend Protocol says which stages
+    # may be delegated and why). Replace a body here when its kernel lands.
+    def lcs_nearest_reference(
+        self, codes: np.ndarray, offsets: np.ndarray, ref_ids: np.ndarray, ref_off: np.ndarray,
+        member_ids: np.ndarray, member_node: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """On the CPU (msa.backends.cpu.lcs): PartTree's picks split with link matrices."""
+        return CpuBackend().lcs_nearest_reference(codes, offsets, ref_ids, ref_off, member_ids, member_node)
+
+    def lcs_prim_mst(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Prim's MST of one group on the device (:func:`prim_mst`), equal to the CPU's edge for edge;
+        a group with a sequence too long for the shared-memory masks (~50k residues) runs on the CPU."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if prim_fits(offsets, ids):
+            return prim_mst(codes, offsets, ids, self.device, self.n_sm)
+        return CpuBackend().lcs_prim_mst(codes, offsets, ids)
+
+    def lcs_distance_matrix(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Condensed FAMSA indel075_div_lcs matrices of many groups (kernels/lcs_distance.cu; equal to the CPU's).
+
+        Groups are cut into pieces that fit the free device memory; a piece
+        uploads only its own sequences' codes and brings back its distances.
+        """
+        lens = np.diff(offsets)[np.asarray(ids, dtype=np.int64)]
+        with cp.cuda.Device(self.device):
+            d_pow = cp.asarray(pow075_table(2 * max(int(lens.max(initial=0)), 1) + 1))
+            return condensed_in_pieces(
+                codes, offsets, ids, group_off, (LCS_BYTES_PER_PAIR, LCS_BYTES_PER_RESIDUE, 64),
+                lambda c, o, piece_ids, piece_off: self._lcs_piece(c, o, piece_ids, piece_off, d_pow),
+                self.memory_limit,
+            )
+
+    def _lcs_piece(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, d_pow: cp.ndarray
+    ) -> np.ndarray:
+        """One launch per word class for the condensed LCS matrices of these groups (host result)."""
+        module = kernels.load("lcs_distance", (), self.device)
+        lens, d_codes, d_seq_off = sequences_on_device(codes, offsets, ids)
+        plan = _lcs_tiles(group_off, lens)
+        out = cp.empty(int(plan["out_off"][-1]), dtype=cp.float64)
+        d = {k: cp.asarray(plan[k]) for k in ("group_off", "out_off", "row_group", "row_index", "tile_row", "tile_j0")}
+        args = (d_codes, d_seq_off, d["group_off"], d["out_off"], d["row_group"], d["row_index"])
+        bounds = plan["class_off"]
+        for k in range(len(LCS_WORDS) + 1):
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            if lo < hi:
+                tiles = (d["tile_row"][lo:hi], d["tile_j0"][lo:hi], np.int64(hi - lo), d_pow, out)
+                self._lcs_launch(module, "lcs_tiles", k, (*args, *tiles), hi - lo, int(plan["long_words"]))
+        return out.get()
+
+    def lcs_nearest_sample(
+        self,
+        codes: np.ndarray,
+        offsets: np.ndarray,
+        ref_ids: np.ndarray,
+        ref_off: np.ndarray,
+        member_ids: np.ndarray,
+        member_node: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each member's nearest reference of its node (earlier wins ties) and distance (kernels/lcs_distance.cu).
+
+        Equal to :func:`msa.backends.cpu.lcs.lcs_nearest_sample` bit for bit.
+        Members are cut into pieces whose (member x reference) distances fit the
+        free device memory; a piece uploads its members and their nodes' references.
+        """
+        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        ref_ids = np.ascontiguousarray(ref_ids, dtype=np.int64)
+        ref_off = np.ascontiguousarray(ref_off, dtype=np.int64)
+        member_ids = np.ascontiguousarray(member_ids, dtype=np.int64)
+        member_node = np.ascontiguousarray(member_node, dtype=np.int64)
+        m = len(member_ids)
+        best = np.zeros(m, dtype=np.int32)
+        best_d = np.zeros(m, dtype=np.float64)
+        if m == 0:
+            return best, best_d
+        lens = np.diff(offsets)
+        max_len = max(int(lens[ref_ids].max(initial=0)), int(lens[member_ids].max()), 1)
+        n_refs = np.diff(ref_off)[member_node]
+        with cp.cuda.Device(self.device):
+            d_pow = cp.asarray(pow075_table(2 * max_len + 1))
+
+            def piece(lo: int, hi: int) -> None:
+                best[lo:hi], best_d[lo:hi] = self._sample_piece(
+                    codes, offsets, ref_ids, ref_off, member_ids[lo:hi], member_node[lo:hi], d_pow
+                )
+
+            cost = SAMPLE_BYTES_PER_PAIR * n_refs + LCS_BYTES_PER_RESIDUE * lens[member_ids] + 128
+            run_in_pieces(cost, piece, self.memory_limit)
+        return best, best_d
+
+    def _sample_piece(self, codes, offsets, ref_ids, ref_off, member_ids, member_node, d_pow):
+        """Distance tiles of these members against their nodes' references, then one argmin per member."""
+        module = kernels.load("lcs_distance", (), self.device)
+        m = len(member_ids)
+        order = np.argsort(member_node, kind="stable")
+        node_s = member_node[order]
+        nodes, node_mem, node_nmem = np.unique(node_s, return_index=True, return_counts=True)
+        node_nref = ref_off[nodes + 1] - ref_off[nodes]
+        ref_first = np.cumsum(node_nref) - node_nref
+        n_ref_seqs = int(node_nref.sum())
+        ref_pos = np.arange(n_ref_seqs, dtype=np.int64) + np.repeat(ref_off[nodes] - ref_first, node_nref)
+        lens, d_codes, d_seq_off = sequences_on_device(codes, offsets, np.concatenate((member_ids[order], ref_ids[ref_pos])))
+        sizes = node_nref * node_nmem
+        node_dist = np.cumsum(sizes) - sizes
+        # tiles: (node, reference, first member), ordered by the reference's word class
+        row_node = np.repeat(np.arange(len(nodes), dtype=np.int64), node_nref)
+        row_r = np.arange(n_ref_seqs, dtype=np.int64) - ref_first[row_node]
+        row_tiles = -(-node_nmem[row_node] // LCS_THREADS)
+        words = np.maximum(-(-lens[m + np.arange(n_ref_seqs)] // 64), 1)
+        row_class = np.searchsorted(LCS_WORDS, words)
+        n_tiles = int(row_tiles.sum())
+        tile_row = np.repeat(np.arange(n_ref_seqs, dtype=np.int64), row_tiles)
+        first = np.repeat(np.cumsum(row_tiles) - row_tiles, row_tiles)
+        tile_j0 = LCS_THREADS * (np.arange(n_tiles, dtype=np.int64) - first)
+        tile_order = np.argsort(row_class[tile_row], kind="stable")
+        tile_row, tile_j0 = tile_row[tile_order], tile_j0[tile_order]
+        class_off = np.zeros(len(LCS_WORDS) + 2, dtype=np.int64)
+        np.cumsum(np.bincount(row_class[tile_row], minlength=len(LCS_WORDS) + 1), out=class_off[1:])
+        long_rows = row_class == len(LCS_WORDS)
+        long_words = int(words[long_rows].max()) if long_rows.any() else 0
+        d_node = [cp.asarray(a) for a in (node_mem, node_nmem, m + ref_first, node_dist)]
+        d_tile = [cp.asarray(a) for a in (row_node[tile_row], row_r[tile_row], tile_j0)]
+        dist = cp.empty(max(int(sizes.sum()), 1), dtype=cp.float64)
+        args = (d_codes, d_seq_off, *d_node)
+        for k in range(len(LCS_WORDS) + 1):
+            lo, hi = int(class_off[k]), int(class_off[k + 1])
+            if lo < hi:
+                tiles = (*(a[lo:hi] for a in d_tile), np.int64(hi - lo), d_pow, dist)
+                self._lcs_launch(module, "lcs_sample", k, (*args, *tiles), hi - lo, long_words)
+        best = cp.empty(m, dtype=cp.int32)
+        best_d = cp.empty(m, dtype=cp.float64)
+        mem_node = cp.asarray(np.repeat(np.arange(len(nodes), dtype=np.int64), node_nmem))
+        module.get_function("lcs_sample_argmin")(
+            (min(-(-m // 256), 8 * self.n_sm),), (256,),
+            (mem_node, np.int64(m), d_node[0], d_node[1], cp.asarray(node_nref), d_node[3], dist, best, best_d),
+        )
+        out, out_d = np.empty(m, dtype=np.int32), np.empty(m, dtype=np.float64)
+        out[order], out_d[order] = best.get(), best_d.get()
+        return out, out_d
+
+    def _lcs_launch(self, module, prefix: str, k: int, args: tuple, n_tiles: int, long_words: int) -> None:
+        """Launch ``prefix``'s kernel of word class ``k`` over ``n_tiles`` tiles (the last class: ``prefix_long``,
+        masks in shared or global memory, V in a global scratch of at most LCS_LONG_SCRATCH bytes)."""
+        blocks = min(n_tiles, LCS_BLOCKS_PER_SM * self.n_sm)
+        if k < len(LCS_WORDS):
+            w = int(LCS_WORDS[k])
+            module.get_function(f"{prefix}_{w}")((blocks,), (LCS_THREADS,), args, shared_mem=20 * w * 8)
+            return
+        blocks = max(1, min(blocks, LCS_LONG_SCRATCH // (8 * long_words * LCS_THREADS)))
+        scratch = cp.empty(long_words * blocks * LCS_THREADS, dtype=cp.uint64)
+        mask_bytes = 20 * long_words * 8
+        in_global = mask_bytes > LCS_LONG_SHARED
+        masks = cp.empty(blocks * 20 * long_words if in_global else 1, dtype=cp.uint64)
+        kernel = module.get_function(f"{prefix}_long")
+        shared = 0 if in_global else mask_bytes
+        kernel.max_dynamic_shared_size_bytes = max(shared, 1)
+        kernel(
+            (blocks,), (LCS_THREADS,),
+            (*args, np.int64(long_words), np.int32(in_global), masks, scratch), shared_mem=shared,
+        )
+
+
+
+def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
+    """Tiles of the condensed LCS matrices, ordered by the word class of their row sequence.
+
+    Row ``r`` (member ``row_index`` of group ``row_group``) against later
+    members ``tile_j0 .. tile_j0 + LCS_THREADS``; the tiles of class ``k``
+    (``LCS_WORDS[k]`` words, the last class: longer rows, of at most
+    ``long_words`` words) are ``class_off[k] .. class_off[k + 1]``.
+    """
+    sizes = np.diff(group_off)
+    row_group, row_index, out_off = condensed_rows(group_off)
+    n_rows = len(row_group)
+    row_tiles = -(-(sizes[row_group] - 1 - row_index) // LCS_THREADS)
+    words = np.maximum(-(-lens[group_off[row_group] + row_index] // 64), 1)
+    row_class = np.searchsorted(LCS_WORDS, words)
+    n_tiles = int(row_tiles.sum())
+    tile_row = np.repeat(np.arange(n_rows, dtype=np.int64), row_tiles)
+    first = np.repeat(np.cumsum(row_tiles) - row_tiles, row_tiles)
+    tile_j0 = row_index[tile_row] + 1 + LCS_THREADS * (np.arange(n_tiles, dtype=np.int64) - first)
+    order = np.argsort(row_class[tile_row], kind="stable")
+    class_off = np.zeros(len(LCS_WORDS) + 2, dtype=np.int64)
+    np.cumsum(np.bincount(row_class[tile_row], minlength=len(LCS_WORDS) + 1), out=class_off[1:])
+    long_rows = row_class == len(LCS_WORDS)
+    return {
+        "group_off": group_off, "out_off": out_off, "row_group": row_group, "row_index": row_index,
+        "tile_row": tile_row[order], "tile_j0": tile_j0[order], "class_off": class_off,
+        "long_words": np.int64(words[long_rows].max() if long_rows.any() else 0),
+    }
+
+# ---- Prim's single-linkage MST (kernels/lcs_prim.cu), the twin of msa.backends.cpu.lcs.lcs_prim_mst:
+# the same edges in the same order, bit for bit, in O(n) device memory. Each distance row is
+# computed once, when its vertex joins the tree, so an n-sequence group costs n^2/2 LCS pairs and
+# n - 1 grid-wide steps, run by one persistent launch per phase. A phase ends when half of its
+# vertices have joined; the survivors are then compacted and repacked, so threads never sit on
+# finished vertices for more than half a phase.
+
+#: Threads per block of prim_steps (a multiple of 32).
+PRIM_THREADS = 256
+#: Mask rows in shared memory (kernels/lcs_prim.cu PRIM_ROWS): every value of code & 31.
+PRIM_ROWS = 32
+#: Largest mask table (PRIM_ROWS x words x 8 bytes) kept in shared memory; longer
+#: sequences (~50k residues) leave the group to the CPU.
+PRIM_SHARED_MAX = 200 * 1024
+#: Groups of at most this many remaining vertices run to the end without compaction.
+PRIM_COMPACT_MIN = 4096
+#: Words of V held in registers (kernels/lcs_core.cuh LCS_CHAIN_MAX); longer need a scratch.
+PRIM_REGISTER_WORDS = 8
+
+
+def prim_fits(offsets: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether the longest sequence's masks fit in shared memory."""
+    lens = offsets[ids + 1] - offsets[ids]
+    return _shared_bytes(int(lens.max(initial=1))) <= PRIM_SHARED_MAX
+
+
+def prim_mst(
+    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, device: int, n_sm: int,
+    compact_min: int = PRIM_COMPACT_MIN,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prim's MST edges (a, b, weight; local indices, Prim order) of group ``ids``, as the CPU's."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    s = len(ids)
+    if s < 2:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0)
+    lens = offsets[ids + 1] - offsets[ids]
+    max_len = max(int(lens.max()), 1)
+    words_max = -(-max_len // 64)
+    shared = _shared_bytes(max_len)
+    seq_off = np.zeros(s + 1, dtype=np.int64)
+    np.cumsum(lens, out=seq_off[1:])
+    order = np.argsort(lens, kind="stable")
+    positions = order[order != 0].astype(np.int32)  # vertex 0 starts the tree
+    with cp.cuda.Device(device):
+        module = kernels.load("lcs_prim", (), device)
+        steps, pack = module.get_function("prim_steps"), module.get_function("prim_pack")
+        steps.max_dynamic_shared_size_bytes = shared
+        resident = _resident_blocks(steps, shared) * n_sm
+        d_codes = cp.asarray(codes[np.repeat(offsets[ids], lens) + _within(lens)])
+        d_seq_off = cp.asarray(seq_off)
+        d_pow = cp.asarray(pow075_table(2 * max_len + 1))
+        pos_local = cp.asarray(positions)
+        pos_len = cp.asarray(lens[positions].astype(np.int32))
+        best = cp.full(s - 1, np.inf)
+        via = cp.zeros(s - 1, dtype=cp.int32)
+        in_tree = cp.zeros(s - 1, dtype=cp.uint8)
+        state = cp.zeros(1, dtype=cp.int32)
+        bar = cp.zeros(2, dtype=cp.uint32)
+        edge_a = cp.empty(s - 1, dtype=cp.int32)
+        edge_b = cp.empty(s - 1, dtype=cp.int32)
+        edge_w = cp.empty(s - 1, dtype=cp.float64)
+        step = 0
+        while step < s - 1:
+            n_pos = len(pos_local)
+            pk, sec_off = _packed(pack, d_codes, d_seq_off, pos_local, pos_len, n_sm)
+            end = s - 1 if n_pos <= compact_min else step + n_pos // 2
+            blocks = max(1, min(resident, -(-n_pos // PRIM_THREADS)))
+            part = cp.empty(2 * blocks, dtype=cp.int64)  # kernel's Key: 16 bytes a block
+            scratch_words = words_max * blocks * PRIM_THREADS if words_max > PRIM_REGISTER_WORDS else 1
+            scratch = cp.empty(scratch_words, dtype=cp.uint64)
+            steps(
+                (blocks,), (PRIM_THREADS,),
+                (pk, sec_off, pos_local, pos_len, np.int32(n_pos), d_codes, d_seq_off, d_pow, best, via, in_tree,
+                 state, np.int32(step), np.int32(end), edge_a, edge_b, edge_w, part, bar, scratch),
+                shared_mem=shared,
+            )
+            step = end
+            if step < s - 1:
+                keep = cp.flatnonzero(in_tree == 0)
+                pos_local, pos_len, best, via = pos_local[keep], pos_len[keep], best[keep], via[keep]
+                in_tree = cp.zeros(len(keep), dtype=cp.uint8)
+        return edge_a.get().astype(np.int64), edge_b.get().astype(np.int64), edge_w.get()
+
+
+def _shared_bytes(max_len: int) -> int:
+    return PRIM_ROWS * max(-(-max_len // 64), 1) * 8
+
+
+def _within(lens: np.ndarray) -> np.ndarray:
+    """0..len-1 for each length, end to end."""
+    starts = np.cumsum(lens) - lens
+    return np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(starts, lens)
+
+
+def _resident_blocks(kernel, shared: int) -> int:
+    """Blocks of ``kernel`` one SM holds at once: the persistent launch's barrier needs all resident."""
+    func = getattr(kernel, "kernel", kernel)
+    n = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(func.ptr, PRIM_THREADS, shared)
+    if n < 1:
+        raise RuntimeError("prim_steps cannot run a block on this GPU")
+    return int(n)
+
+
+def _packed(pack, d_codes, d_seq_off, pos_local: cp.ndarray, pos_len: cp.ndarray, n_sm: int):
+    """Residues of the positions, 16 a uint4, in warp-interleaved sections (see kernels/lcs_prim.cu)."""
+    n_pos = len(pos_local)
+    padded = cp.zeros(-(-n_pos // 32) * 32, dtype=cp.int64)
+    padded[:n_pos] = pos_len
+    sec_words = 128 * ((padded.reshape(-1, 32).max(axis=1) + 15) // 16)
+    sec_off = cp.zeros(len(sec_words) + 1, dtype=cp.int64)
+    cp.cumsum(sec_words, out=sec_off[1:])
+    n_words = int(sec_off[-1])
+    pk = cp.empty(max(n_words, 1), dtype=cp.uint32)
+    blocks = max(1, min(-(-n_words // 256), 32 * n_sm))
+    pack((blocks,), (256,), (d_codes, d_seq_off, pos_local, np.int32(n_pos), sec_off, np.int64(n_words), pk))
+    return pk, sec_off

@@ -1,0 +1,107 @@
+"""Device memory of the CUDA backend: work cut into pieces that fit, and the state every stage shares.
+
+Work that may not fit is cut into pieces sized from the free device memory
+(MEMORY_FRACTION of it, or the backend's ``memory_limit``), and a piece that
+still runs out of memory is halved.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import cupy as cp
+import numpy as np
+
+from msa.distances.condensed import condensed_offsets
+from msa.seqdb import _ranges
+
+#: Share of the free device memory one piece of work may plan to use.
+MEMORY_FRACTION = 0.5
+
+
+class DeviceStage:
+    """What the stage mix-ins of :class:`msa.backends.cuda.CudaBackend` read from the backend."""
+
+    #: CUDA device ordinal.
+    device: int
+    #: Streaming multiprocessors of the device (grids are sized from it).
+    n_sm: int
+    #: Most device bytes one piece of guide-tree work may plan to use (None: MEMORY_FRACTION of the free memory).
+    memory_limit: int | None
+
+
+def sequences_on_device(
+    codes: np.ndarray, offsets: np.ndarray, seqs: np.ndarray
+) -> tuple[np.ndarray, cp.ndarray, cp.ndarray]:
+    """Lengths of sequences ``seqs``, and their codes packed end to end and offsets, uploaded."""
+    lens = offsets[seqs + 1] - offsets[seqs]
+    seq_off = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum(lens, out=seq_off[1:])
+    return lens, cp.asarray(codes[_ranges(offsets[seqs], lens)]), cp.asarray(seq_off)
+
+
+def condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Group sizes, pairs per group, the condensed output array and each group's offset in it."""
+    out_off = condensed_offsets(group_off)
+    return np.diff(group_off), np.diff(out_off), np.empty(out_off[-1], dtype=np.float64), out_off
+
+
+def free_bytes() -> int:
+    """Free device bytes, counting what CuPy's pool holds but does not use."""
+    free, _ = cp.cuda.runtime.memGetInfo()
+    return int(free) + int(cp.get_default_memory_pool().free_bytes())
+
+
+def run_in_pieces(cost: np.ndarray, run: Callable[[int, int], None], limit: int | None = None) -> None:
+    """Call ``run(lo, hi)`` over units ``[0, len(cost))`` in pieces whose cost (bytes) fits the free memory.
+
+    The budget is MEMORY_FRACTION of the free memory, or ``limit`` bytes if
+    that is lower. A piece that still runs out of device memory is halved and
+    tried again.
+    """
+    cum = np.concatenate(([0.0], np.cumsum(cost, dtype=np.float64)))
+    budget = free_bytes() * MEMORY_FRACTION
+    if limit is not None:
+        budget = min(budget, limit)
+    lo, n = 0, len(cost)
+    while lo < n:
+        hi = min(n, max(lo + 1, int(np.searchsorted(cum, cum[lo] + budget, side="right")) - 1))
+        try:
+            run(lo, hi)
+        except cp.cuda.memory.OutOfMemoryError:
+            if hi - lo == 1:
+                raise
+            cp.get_default_memory_pool().free_all_blocks()
+            budget = (cum[hi] - cum[lo]) / 2
+            continue
+        lo = hi
+
+
+def condensed_in_pieces(
+    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray,
+    costs: tuple[float, float, float], run: Callable[..., np.ndarray],
+    limit: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Condensed matrices of many groups, groups cut into pieces that fit the free device memory.
+
+    ``costs``: device bytes per pair, per residue and per sequence of a piece;
+    ``run(codes, offsets, ids, group_off)`` gives a piece's condensed distances on the host;
+    ``limit``: the backend's memory_limit.
+    """
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    group_off = np.ascontiguousarray(group_off, dtype=np.int64)
+    sizes, pairs, out, out_off = condensed_layout(group_off)
+    if out_off[-1] == 0:
+        return out, out_off
+    res_cum = np.concatenate(([0], np.cumsum(offsets[ids + 1] - offsets[ids])))
+    residues = res_cum[group_off[1:]] - res_cum[group_off[:-1]]
+
+    def piece(lo: int, hi: int) -> None:
+        a, b = group_off[lo], group_off[hi]
+        out[out_off[lo] : out_off[hi]] = run(codes, offsets, ids[a:b], group_off[lo : hi + 1] - a)
+
+    per_pair, per_residue, per_sequence = costs
+    cost = per_pair * pairs + per_residue * residues + per_sequence * sizes + 64
+    run_in_pieces(cost, piece, limit)
+    return out, out_off

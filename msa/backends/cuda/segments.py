@@ -1,0 +1,58 @@
+"""Data movement between progressive levels on the GPU (kernels/segments.cu), one launch per call."""
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+
+from msa import kernels
+from msa.backends.cuda.memory import DeviceStage
+from msa.profile import N_COUNTS
+
+#: kernels/segments.cu: elements a block copies, threads a block (its CHUNK and THREADS).
+SEG_CHUNK = 4096
+SEG_THREADS = 256
+
+
+class SegmentsStage(DeviceStage):
+    """gather_profiles and place_segments of :class:`~msa.backends.cuda.CudaBackend` (see Backend)."""
+
+    def _load_segments(self) -> None:
+        """Compile (or fetch from the cache) kernels/segments.cu for this device."""
+        segments = kernels.load("segments", (), self.device)
+        self._gather_profiles = segments.get_function("gather_profiles")
+        self._place_segments = segments.get_function("place_segments")
+
+    def gather_profiles(
+        self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: cp.ndarray
+    ) -> cp.ndarray:
+        """Segments of profile rows (or one-hot leaves) end to end, one launch; see Backend."""
+        widths = np.asarray(widths, dtype=np.int64)
+        off = np.concatenate(([0], np.cumsum(widths)))
+        with cp.cuda.Device(self.device):
+            out = cp.empty((int(off[-1]), N_COUNTS), dtype=cp.int32)
+            ptrs = np.array([0 if p is None else p.data.ptr for p in parts] + [0], dtype=np.int64)
+            rec = np.stack((ptrs[part], start, off[:-1], widths, widths), axis=1)  # part -1: the last, 0
+            self._segments(self._gather_profiles, rec, widths * N_COUNTS, (codes, out))
+        return out
+
+    def place_segments(
+        self, targets: list, target: np.ndarray, start: np.ndarray, values: cp.ndarray, maps: cp.ndarray,
+        parent: np.ndarray, widths: np.ndarray,
+    ) -> None:
+        """Scatter composed columns to their targets, one launch; see Backend."""
+        widths = np.asarray(widths, dtype=np.int64)
+        off = np.concatenate(([0], np.cumsum(widths)))
+        ptrs = np.array([t.data.ptr for t in targets], dtype=np.int64)
+        rec = np.stack((ptrs[target], start, off[:-1], parent, widths), axis=1)
+        with cp.cuda.Device(self.device):
+            self._segments(self._place_segments, rec, widths, (values, cp.ascontiguousarray(maps, dtype=cp.int32)))
+
+    @staticmethod
+    def _segments(kernel: cp.RawKernel, rec: np.ndarray, elements: np.ndarray, args: tuple) -> None:
+        """Launch a segments.cu kernel: one block per SEG_CHUNK elements of a segment (records rec)."""
+        chunk_off = np.concatenate(([0], np.cumsum(-(-elements // SEG_CHUNK))))
+        if chunk_off[-1] == 0:
+            return
+        meta = cp.asarray(np.concatenate((rec.astype(np.int64).ravel(), chunk_off)))
+        n = len(rec)
+        kernel((int(chunk_off[-1]),), (SEG_THREADS,), (meta, meta[5 * n :], np.int64(n), *args))
