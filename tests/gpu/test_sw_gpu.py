@@ -98,7 +98,7 @@ def test_other_matrix_and_zero_gaps(cuda_backend):
 
 def test_pieces_and_small_scratch(monkeypatch):
     """A tiny memory limit (many pieces) and a scratch of one block."""
-    monkeypatch.setattr(cuda, "SW_SCRATCH", 1)
+    monkeypatch.setattr(cuda_sw, "SW_SCRATCH", 1)
     rng = np.random.default_rng(213)
     codes, offsets = random_set(rng, rng.integers(0, 200, 1000))
     ids, group_off = groups(rng, 1000, [70] * 12 + [1, 0, 140])
