@@ -1,7 +1,8 @@
 """msa: multiple sequence alignment of large protein families, on the GPU or the CPU.
 
 Public API: ``align`` and ``build_tree`` for sequences in memory, ``read_fasta``
-and ``write_alignment`` for files, ``AlignParams`` for every option.
+and ``write_alignment`` for files, ``align_files`` for a run over many files
+(one output each in a directory), ``AlignParams`` for every option.
 
 The names load on first use (PEP 562), so that ``import msa.cli`` and
 ``msa --help`` do not pay for NumPy's and Numba's start-up before a command
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from msa.api import align, build_tree
     from msa.io import FORMATS, InputError, read_fasta, write_alignment
     from msa.params import AlignParams
+    from msa.run import align_files
     from msa.tree.guide_tree import GuideTree
 
 _HOMES = {
@@ -26,6 +28,7 @@ _HOMES = {
     "GuideTree": "msa.tree.guide_tree",
     "InputError": "msa.io",
     "align": "msa.api",
+    "align_files": "msa.run",
     "build_tree": "msa.api",
     "read_fasta": "msa.io",
     "write_alignment": "msa.io",

@@ -143,10 +143,30 @@ def _tune_gc() -> None:
 
 @app.command()
 def align(
-    input: InputArg,
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="IN...",
+            help="Protein FASTA file, gzipped or not; '-' reads stdin. Several files, or a directory "
+            "(its files in name order), with -O.",
+        ),
+    ],
     output: Annotated[
         Optional[str], typer.Option("--output", "-o", help="Output file ('.gz' compresses); stdout if omitted.")
     ] = None,
+    output_dir: Annotated[
+        Optional[str],
+        typer.Option(
+            "--output-dir", "-O",
+            help="Write one alignment per input here (made if missing), named after the input: "
+            "PF00078.fa.gz -> PF00078.fa, PF00078.10000 -> PF00078.10000.fa (the --format's extension).",
+        ),
+    ] = None,
+    gzip_out: Annotated[bool, typer.Option("--gzip", help="With -O: gzip each output (its name ends .gz).")] = False,
+    skip_existing: Annotated[
+        bool,
+        typer.Option("--skip-existing", help="With -O: skip inputs whose output exists (resumes a run)."),
+    ] = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),
     device: DeviceOpt = DeviceChoice(_D.device),
     threads: ThreadsOpt = _D.threads,
@@ -181,7 +201,7 @@ def align(
     quiet: QuietOpt = _D.quiet,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Align a protein FASTA file."""
+    """Align a protein FASTA file, or each of many files into a directory (-O)."""
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
         params = _params(
             matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
@@ -191,7 +211,12 @@ def align(
         )
         if tree_out is not None and params.tree_file is not None:
             raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
+        _check_many_options(inputs, output, output_dir, tree_out, gzip_out, skip_existing)
         load_matrix(params.matrix)  # an unknown matrix fails before any work
+        if output_dir is not None:
+            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress)
+            return
+        input = inputs[0]
         start = time.perf_counter()
         with BackendStart(params.device) as backend_start:
             with progress.stage("reading"):
@@ -202,6 +227,57 @@ def align(
         progress.note(
             f"aligned {len(db)} sequences into {width} columns in {time.perf_counter() - start:.1f} s"
         )
+
+
+def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_out: bool, skip_existing: bool) -> None:
+    """One-line usage errors of the one-input (-o, stdout) and many-input (-O) forms of ``align``."""
+    if output_dir is not None:
+        if output is not None:
+            raise ValueError("-o/--output and -O/--output-dir do not go together")
+        if tree_out is not None:
+            raise ValueError("--tree-out takes one input written with -o or to stdout, not -O/--output-dir")
+        return
+    if len(inputs) > 1:
+        raise ValueError(f"{len(inputs)} inputs: write one alignment each with -O/--output-dir DIR (-o takes one)")
+    if os.path.isdir(inputs[0]):
+        raise IsADirectoryError(21, "Is a directory (to align the files in it, give -O/--output-dir DIR)", inputs[0])
+    if gzip_out or skip_existing:
+        raise ValueError("--gzip and --skip-existing go with -O/--output-dir (name the -o file .gz to compress it)")
+
+
+def _align_many(
+    inputs: list[str], output_dir: str, params: AlignParams, fmt: str, gzip_out: bool, skip_existing: bool,
+    progress: Progress,
+) -> None:
+    """``align -O``: one backend for every family (msa.run); a failed family is one line, then exit 1."""
+    from msa.run import FamilyResult, plan_run, run_families
+
+    families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip_out)  # a bad -O fails before any work
+
+    def report(result: FamilyResult) -> None:
+        if result.status == "failed":
+            progress.error(result.error or result.input)
+        elif progress.verbose:
+            progress.note(
+                f"{result.input}: {result.sequences} sequences into {result.width} columns "
+                f"in {result.seconds:.1f} s"
+            )
+
+    with BackendStart(params.device) as backend_start:
+        backend = functools.partial(backend_start.backend, quiet=params.quiet)
+        summary = run_families(
+            families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, progress=progress,
+            on_result=report,
+        )
+    total, failed, skipped = len(summary.results), len(summary.failed), len(summary.skipped)
+    parts = [f"{n} {what}" for n, what in ((skipped, "skipped (outputs exist)"), (failed, "failed")) if n]
+    progress.note(
+        f"aligned {len(summary.done)} of {total} families into {output_dir} in {summary.seconds:.1f} s"
+        + "".join(f"; {part}" for part in parts)
+    )
+    if failed:
+        progress.error(f"{failed} of {total} families failed")
+        raise typer.Exit(1)
 
 
 def _align_to(out, newick_out, db, params: AlignParams, backend, fmt: str, progress: Progress) -> int:
@@ -334,8 +410,6 @@ def _errors() -> Iterator[None]:
 
 def _message(exc: BaseException) -> str:
     """One line, with the file name first for OS errors."""
-    if isinstance(exc, OSError) and exc.strerror:
-        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
-    else:
-        text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
+    from msa.run import one_line
+
+    return one_line(exc)

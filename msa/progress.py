@@ -6,7 +6,7 @@ The CLI installs a ``Progress`` for the run; any stage may report through
     with progress.current().stage("aligning", total=n_merges) as advance:
         for batch in levels:
             ...
-            advance(len(batch))
+            advance(len(batch))  # advance(n, description="...") also renames the bar
 
 Live bars are drawn only when stderr is a terminal; ``--quiet`` silences
 everything, including the one-line notes.
@@ -14,6 +14,7 @@ everything, including the one-line notes.
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -78,11 +79,14 @@ class Progress:
             _current.reset(token)
 
     @contextlib.contextmanager
-    def stage(self, description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
+    def stage(
+        self, description: str, total: int | None = None, note: bool = True
+    ) -> Iterator[Callable[..., None]]:
         """A task shown while the block runs; the block gets ``advance(steps)``.
 
         A finished stage leaves one line with its time where its bar was drawn,
-        and with ``verbose`` also when stderr is a log file (no bar there).
+        and with ``verbose`` also when stderr is a log file (no bar there);
+        ``note=False`` leaves none (the caller says something better).
         """
         if self._live is None and not self.verbose:
             yield _ignore
@@ -94,18 +98,45 @@ class Progress:
         else:
             task = live.add_task(description, total=total)
             try:
-                yield lambda steps=1: live.advance(task, steps)
+                # A new description (a run's bar over families) is drawn at once; plain steps at the refresh rate.
+                yield lambda steps=1, description=None: live.update(
+                    task, advance=steps, description=description, refresh=description is not None
+                )
             finally:
                 live.remove_task(task)
-        self.note(f"{description} ({time.perf_counter() - start:.1f} s)")
+        if note:
+            self.note(f"{description} ({time.perf_counter() - start:.1f} s)")
+
+    @contextlib.contextmanager
+    def family(self) -> Iterator["Progress"]:
+        """The ``current()`` reporter of one family of a many-family run (:mod:`msa.run`).
+
+        It draws no bars of its own (the run's bar over families stays the only
+        one) and shows the family's stage lines only with ``verbose``, printed
+        through this console so that they land above the run's bar.
+        """
+        console = self.console if self.verbose else None
+        child = Progress(quiet=not self.verbose, console=console, verbose=self.verbose)
+        token = _current.set(child)
+        try:
+            yield child
+        finally:
+            _current.reset(token)
 
     def note(self, message: str) -> None:
         """One line on stderr unless quiet."""
         if not self.quiet:
             self.console.print(f"msa: {message}", markup=False, soft_wrap=True)
 
+    def error(self, message: str) -> None:
+        """One ``msa: error:`` line on stderr, also when quiet; above the bars while they are drawn."""
+        if self._live is not None:
+            self.console.print(f"msa: error: {message}", markup=False, soft_wrap=True)
+        else:
+            print(f"msa: error: {message}", file=sys.stderr, flush=True)
 
-def _ignore(steps: int = 1) -> None:
+
+def _ignore(steps: int = 1, description: str | None = None) -> None:
     """advance() when nothing is drawn."""
 
 

@@ -17,6 +17,10 @@ from msa.io.fasta import write_fasta
 
 OutputFormat = Literal["fasta", "clustal", "stockholm", "phylip", "a2m"]
 FORMATS: tuple[str, ...] = get_args(OutputFormat)
+#: The file extension of each format (the names ``msa align -O`` gives its outputs).
+FORMAT_SUFFIXES: dict[str, str] = {
+    "fasta": ".fa", "clustal": ".aln", "stockholm": ".sto", "phylip": ".phy", "a2m": ".a2m",
+}
 
 
 class Rows(Protocol):

@@ -1,0 +1,338 @@
+"""A run of many families: owns the backend and the output directory, feeds the one-family pipeline.
+
+``msa align in/* -O out/`` and :func:`align_files` come here. The run starts
+one backend (device context, loaded kernels) and hands it to every family;
+:func:`align_file` reads, aligns and writes one family, and its output is
+byte-identical to aligning that file alone (``msa align in/A.fa -o out/A.fa``):
+parameters are frozen, random picks are hashes of the seed (no generator state
+to carry over), and the backend keeps no state between calls that changes a
+result. Outputs appear whole by rename (:func:`msa.io.open_output`), so an
+output that exists is complete and ``skip_existing`` resumes an interrupted
+run. A family whose input is bad fails alone; the others go on.
+
+Above :mod:`msa.pipeline` (one family) and below the CLI; ``align_file`` takes
+only picklable arguments besides the backend, so that a scheduler (Dask) can
+hand families to workers that each keep their own backend.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Union
+
+from msa.backends import Backend, get_backend
+from msa.io import FORMAT_SUFFIXES, FORMATS, InputError, open_output, read_fasta, write_alignment
+from msa.params import AlignParams
+from msa.progress import Progress, current
+
+#: Extensions of FASTA inputs: one of them (after a trailing ``.gz``) is cut to name the output.
+FASTA_SUFFIXES = (".fa", ".fasta", ".faa", ".fas", ".fsa", ".mfa", ".seq")
+
+#: What fails one family (a bad or unreadable input, a full disk); the run goes on without it.
+FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError)
+
+Status = Literal["done", "skipped", "failed"]
+BackendLike = Union[Backend, Callable[[], Backend], None]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One input of a run and the output it gets; ``size`` in bytes (-1 when it cannot be read)."""
+
+    input: str
+    output: str
+    size: int
+
+
+@dataclass(frozen=True)
+class FamilyResult:
+    """What became of one family. ``error`` is a one-line message naming the input."""
+
+    input: str
+    output: str
+    status: Status
+    error: str | None = None
+    sequences: int = 0
+    residues: int = 0
+    width: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Every family's result, in input order, and the run's wall time."""
+
+    results: tuple[FamilyResult, ...]
+    seconds: float = 0.0
+
+    def _with(self, status: Status) -> list[FamilyResult]:
+        return [r for r in self.results if r.status == status]
+
+    @property
+    def done(self) -> list[FamilyResult]:
+        return self._with("done")
+
+    @property
+    def skipped(self) -> list[FamilyResult]:
+        return self._with("skipped")
+
+    @property
+    def failed(self) -> list[FamilyResult]:
+        return self._with("failed")
+
+    @property
+    def ok(self) -> bool:
+        """No family failed."""
+        return not self.failed
+
+
+def align_files(
+    inputs: Iterable[str | os.PathLike[str]],
+    output_dir: str | os.PathLike[str],
+    params: AlignParams | None = None,
+    *,
+    fmt: str = "fasta",
+    gzip: bool = False,
+    skip_existing: bool = False,
+    backend: BackendLike = None,
+    **options: object,
+) -> RunSummary:
+    """Align each input file (or each file of an input directory) into ``output_dir``.
+
+    Args:
+        inputs: FASTA files (gzipped or not) and directories, whose regular,
+            non-hidden files are taken in name order.
+        output_dir: created if missing; each output is named by
+            :func:`output_name` (``PF00078.fa.gz`` -> ``PF00078.fa``).
+        params: the parameters of every family; ``options`` override fields of it.
+        fmt: one of ``msa.io.FORMATS``. gzip: compress every output (``.gz`` added).
+        skip_existing: leave inputs whose output exists alone (resume a run).
+        backend: a started backend, or a function returning one; None starts the
+            ``params.device`` backend once, on the first family that needs it.
+
+    Returns:
+        A RunSummary; a family that failed has its one-line error there and
+        leaves no file. Raises only for the run as a whole: ValueError or
+        OSError for bad inputs or an output directory that cannot be written
+        (before any work), BackendUnavailable for the device.
+
+    Example:
+        >>> summary = align_files(["in/PF00078.fa", "in/PF00079.fa"], "out", device="cpu")  # doctest: +SKIP
+        >>> len(summary.done), [r.error for r in summary.failed]  # doctest: +SKIP
+        (2, [])
+    """
+    params = (params or AlignParams()).with_(**options)
+    families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip)
+    return run_families(families, params, fmt=fmt, skip_existing=skip_existing, backend=backend)
+
+
+def align_file(
+    input: str, output: str, params: AlignParams, backend: BackendLike = None, fmt: str = "fasta"
+) -> FamilyResult:
+    """Read, align and write one family; its expected failures come back in the result.
+
+    The unit of a run (and of a scheduler's task): the arguments other than
+    ``backend`` are strings and a frozen AlignParams. The output is written
+    only once the alignment is done, by a rename, so a failed family leaves
+    nothing. Bugs and interruptions (anything but FAMILY_ERRORS) propagate.
+    """
+    start = time.perf_counter()
+    progress = current()
+    try:
+        with progress.stage("reading"):
+            db = read_fasta(input)
+        from msa.pipeline import align_db
+
+        aligned = align_db(db, params, backend)  # reports its own stages
+        with open_output(output) as out, progress.stage("writing"):
+            write_alignment(out, aligned, fmt)
+    except FAMILY_ERRORS as exc:
+        return FamilyResult(input, output, "failed", error=_family_error(input, exc),
+                            seconds=time.perf_counter() - start)
+    return FamilyResult(
+        input, output, "done", sequences=len(db), residues=int(db.offsets[-1]), width=aligned.width,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def run_families(
+    families: Sequence[Family],
+    params: AlignParams,
+    *,
+    fmt: str = "fasta",
+    skip_existing: bool = False,
+    backend: BackendLike = None,
+    progress: Progress | None = None,
+    on_result: Callable[[FamilyResult], None] | None = None,
+) -> RunSummary:
+    """Align planned families with one backend, largest input first; see :func:`align_files`.
+
+    ``progress`` draws one bar over the families (its stage lines per family
+    only when verbose); ``on_result`` hears of each family as it ends (the
+    CLI prints failures there).
+    """
+    start = time.perf_counter()
+    progress = progress or current()
+    results: dict[str, FamilyResult] = {}
+    todo: list[Family] = []
+    for family in families:
+        if skip_existing and os.path.exists(family.output):
+            results[family.input] = FamilyResult(family.input, family.output, "skipped")
+        else:
+            todo.append(family)
+    # Largest first: the long ones start early (and later, batches of the small ones fill the device).
+    todo.sort(key=lambda f: (-f.size, f.input))
+    shared = _SharedBackend(backend, params)
+    residues = 0
+    with progress.stage("families", total=len(todo), note=False) as advance:
+        for family in todo:
+            with progress.family():
+                try:
+                    result = align_file(family.input, family.output, params, shared, fmt)
+                except _StartError as exc:
+                    raise exc.error from None
+            results[family.input] = result
+            residues += result.residues
+            if on_result is not None:
+                on_result(result)
+            advance(1, description=f"families ({_count(residues)} residues)")
+    return RunSummary(tuple(results[f.input] for f in families), time.perf_counter() - start)
+
+
+def plan_run(
+    inputs: Iterable[str | os.PathLike[str]], output_dir: str | os.PathLike[str], *, fmt: str = "fasta",
+    gzip: bool = False,
+) -> list[Family]:
+    """The families of a run with their output paths; makes ``output_dir`` and checks it is writable.
+
+    Raises (before any work): ValueError for no inputs, stdin among them, an
+    unknown format, two inputs that would write the same output, or an
+    output that would replace its input; OSError for an output directory
+    that cannot be made or written.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    files = expand_inputs(inputs)
+    if not files:
+        raise ValueError("no input files (the directories given are empty)")
+    out_dir = os.fspath(output_dir)
+    families: list[Family] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        output = os.path.join(out_dir, output_name(path, fmt, gzip))
+        key = os.path.realpath(output)
+        if key in seen:
+            raise ValueError(f"{seen[key]} and {path} would both be written to {output}")
+        if key == os.path.realpath(path):
+            raise ValueError(f"{path}: its output {output} would replace it; choose another -O/--output-dir")
+        seen[key] = path
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = -1  # align_file reports it
+        families.append(Family(path, output, size))
+    make_output_dir(out_dir)
+    return families
+
+
+def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Input paths with each directory replaced by its regular, non-hidden files in name order.
+
+    A path that does not exist stays in the list (its family fails with the
+    reader's error); stdin (``-``) has no name to write an output under.
+    """
+    files: list[str] = []
+    for item in inputs:
+        path = os.fspath(item)
+        if path == "-":
+            raise ValueError("'-' (stdin) has no name for its output in -O/--output-dir; give files")
+        if os.path.isdir(path):
+            with os.scandir(path) as entries:
+                names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_file())
+            files.extend(os.path.join(path, name) for name in names)
+        else:
+            files.append(path)
+    return files
+
+
+def output_name(input: str | os.PathLike[str], fmt: str = "fasta", gzip: bool = False) -> str:
+    """The output's file name: the input's, less ``.gz`` and one FASTA extension, plus the format's.
+
+    >>> output_name("in/PF00078.fa.gz"), output_name("PF00078.10000", "clustal", gzip=True)
+    ('PF00078.fa', 'PF00078.10000.aln.gz')
+    """
+    name = os.path.basename(os.fspath(input))
+    if name.lower().endswith(".gz") and len(name) > 3:
+        name = name[:-3]
+    root, ext = os.path.splitext(name)
+    if root and ext.lower() in FASTA_SUFFIXES:
+        name = root
+    return name + FORMAT_SUFFIXES[fmt] + (".gz" if gzip else "")
+
+
+def make_output_dir(path: str) -> None:
+    """Make ``path`` (parents too) unless it exists, and check that a file can be made in it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(20, "Not a directory", path) from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".msa-check.", suffix=".part", dir=path)
+    except OSError as exc:  # read-only, no permission: name the directory, not the probe
+        raise type(exc)(exc.errno, exc.strerror, path) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line, with the file name first for OS errors."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def _family_error(input: str, exc: BaseException) -> str:
+    text = one_line(exc)
+    return text if text.startswith(input) else f"{input}: {text}"
+
+
+def _count(n: int) -> str:
+    for scale, unit in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return str(n)
+
+
+class _StartError(Exception):
+    """The backend's start failed: the run's error, not the family's (carries the original)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _SharedBackend:
+    """The run's one backend, started on first use (after the first family is read) and kept."""
+
+    def __init__(self, backend: BackendLike, params: AlignParams) -> None:
+        self._backend = backend
+        self._params = params
+        self._started: Backend | None = None
+
+    def __call__(self) -> Backend:
+        if self._started is None:
+            try:
+                if self._backend is None:
+                    self._started = get_backend(self._params.device, quiet=self._params.quiet)
+                elif callable(self._backend):
+                    self._started = self._backend()
+                else:
+                    self._started = self._backend
+            except Exception as exc:
+                raise _StartError(exc) from exc
+        return self._started
