@@ -143,9 +143,10 @@ def test_fasta_writer_builds_rows_block_by_block(monkeypatch: pytest.MonkeyPatch
 
 
 def test_fasta_writer_maps_an_empty_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A new regular file open for reading and writing is sized and written in place (every
-    record at once); a write-only or appending one goes through the block writer: the same bytes."""
-    from msa.io.fasta import _empty_file
+    """A new regular file open for reading and writing is reserved and written in place (every
+    record at once); a write-only one is reserved and goes through the block writer, an
+    appending one through the block writer only: the same bytes."""
+    from msa.io.fasta import _empty_file, _readable
     from msa.seqdb import SeqDB
 
     rng = np.random.default_rng(5)
@@ -164,7 +165,9 @@ def test_fasta_writer_maps_an_empty_file(tmp_path, monkeypatch: pytest.MonkeyPat
         write_fasta(out, names, aligned)
     assert mapped.read_bytes() == blocks.getvalue()
     with open(tmp_path / "write-only.fa", "wb") as out:
-        assert _empty_file(out) is None
+        assert _empty_file(out) is not None and not _readable(out.fileno())
+        assert write_fasta(out, names, aligned) == len(blocks.getvalue())
+    assert (tmp_path / "write-only.fa").read_bytes() == blocks.getvalue()
     monkeypatch.setattr("msa.io.fasta.MAP_BYTES", 5000)  # many windows, none on a page boundary
     with open(mapped, "w+b") as out:
         out.truncate(0)
