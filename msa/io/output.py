@@ -35,21 +35,28 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
     """
     if path is None or str(path) == "-":
         with _space_errors("stdout", None, None):
-            yield sys.stdout.buffer
-            sys.stdout.buffer.flush()
+            sys.stdout.flush()
+            try:
+                out = OutputWriter(io.FileIO(sys.stdout.fileno(), "w", closefd=False))
+            except (OSError, ValueError, io.UnsupportedOperation):  # a replaced sys.stdout (tests)
+                yield sys.stdout.buffer
+                sys.stdout.buffer.flush()
+                return
+            with out:
+                yield out
         return
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(21, "Is a directory", str(target))
     if target.exists() and not target.is_file():  # /dev/null, a named pipe: no file to replace
-        with _space_errors(str(target), None, None), open(target, "wb") as raw:
+        with _space_errors(str(target), None, None), OutputWriter(io.FileIO(target, "w")) as raw:
             yield raw
         return
     with _space_errors(str(target), target.parent, None):
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     try:
         with _space_errors(str(target), target.parent, tmp_name):
-            with os.fdopen(fd, "wb") as raw:
+            with OutputWriter(io.FileIO(fd, "w")) as raw:
                 if target.suffix == ".gz":
                     with gzip.GzipFile(filename=target.stem, mode="wb", fileobj=raw, compresslevel=6) as gz:
                         yield gz  # type: ignore[misc]
@@ -63,10 +70,34 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
         raise
 
 
+class OutputWriter(io.BufferedWriter):
+    """A buffered writer whose ``write`` writes every byte or raises.
+
+    ``io.BufferedWriter.write`` may return a short count when the system call
+    wrote part of the data (a disk that fills up in the middle of a write, a
+    pipe whose reader went away), and ``io.TextIOWrapper`` (Biopython's
+    writers) ignores that count: the rest would be lost without an error.
+    Writing the rest raises the ENOSPC or EPIPE instead.
+    """
+
+    def write(self, data) -> int:  # type: ignore[override]
+        view = memoryview(data).cast("B")
+        done = self._write_some(view)
+        while 0 <= done < len(view):
+            step = self._write_some(view[done:])
+            if step <= 0:
+                raise OSError(errno.EIO, f"write made no progress after {done} of {len(view)} bytes")
+            done += step
+        return len(view)
+
+    def _write_some(self, view: memoryview) -> int:
+        return super().write(view) or 0
+
+
 def regular_file(out: BinaryIO) -> int | None:
     """The descriptor of ``out`` if it writes bytes straight into a regular file (not through
     gzip, not a pipe, terminal or device); else None."""
-    if type(out) not in (io.BufferedWriter, io.BufferedRandom):
+    if not isinstance(out, (io.BufferedWriter, io.BufferedRandom)):  # not gzip, not a text layer
         return None
     try:
         fd = out.fileno()
