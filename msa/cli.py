@@ -207,7 +207,7 @@ def _align_to(
     alignment; write_alignment checks the exact size once the width is known."""
     from msa.pipeline import align_db, tree_db
 
-    check_space(out, output_size(db.names, db.descriptions, int(db.lengths.max(initial=0)), fmt))
+    check_space(out, output_size(db.names, db.descriptions, int(db.lengths.max(initial=0)), fmt), at_least=True)
     guide = None
     if newick_out is not None:
         backend = backend()

@@ -51,12 +51,13 @@ def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> int | N
     if fmt == "fasta":
         return write_fasta(out, aligned.descriptions, aligned)
     needed = output_size(aligned.names, aligned.descriptions, aligned.width, fmt)
-    check_space(out, needed)
+    at_least = fmt != "a2m"
+    check_space(out, needed, at_least)
     start = _position(out)
     try:
         _write_with_biopython(out, aligned.names, aligned.descriptions, aligned.rows, fmt)
     except OSError as exc:
-        raise needing(exc, needed if regular_file(out) is not None else None)
+        raise needing(exc, needed if regular_file(out) is not None else None, at_least)
     end = _position(out)
     return end - start if start is not None and end is not None else None
 

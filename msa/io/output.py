@@ -112,8 +112,9 @@ def free_bytes(where: int | str | os.PathLike[str]) -> int:
     return info.f_bavail * info.f_frsize
 
 
-def check_space(out: BinaryIO, needed: int) -> None:
-    """Fail now, before any byte is written, if ``needed`` bytes cannot fit where ``out`` writes.
+def check_space(out: BinaryIO, needed: int, at_least: bool = False) -> None:
+    """Fail now, before any byte is written, if ``needed`` bytes (a lower bound where
+    ``at_least``) cannot fit where ``out`` writes.
 
     Checked only for a regular file written directly (not stdout to a pipe or
     terminal, not a device, not gzip, whose size is not known in advance).
@@ -130,9 +131,7 @@ def check_space(out: BinaryIO, needed: int) -> None:
         return
     if needed > free:
         exc = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        exc.bytes_needed = needed  # type: ignore[attr-defined]
-        exc.bytes_free = free  # type: ignore[attr-defined]
-        raise exc
+        raise needing(exc, needed, at_least, free)
 
 
 def reserve(fd: int, offset: int, size: int) -> bool:
@@ -157,10 +156,13 @@ def reserve(fd: int, offset: int, size: int) -> bool:
     return True
 
 
-def needing(exc: BaseException, nbytes: int | None) -> BaseException:
-    """Record on a full-disk error how many bytes the output needs (kept if already known)."""
+def needing(exc: BaseException, nbytes: int | None, at_least: bool = False, free: int | None = None) -> BaseException:
+    """Record on a full-disk error how many bytes the output needs (or at least needs), and
+    the bytes free where known; what an inner writer recorded already is kept."""
     if isinstance(exc, OSError) and exc.errno in SPACE_ERRNOS and getattr(exc, "bytes_needed", None) is None:
         exc.bytes_needed = nbytes  # type: ignore[attr-defined]
+        exc.bytes_at_least = at_least  # type: ignore[attr-defined]
+        exc.bytes_free = free  # type: ignore[attr-defined]
     return exc
 
 
@@ -182,7 +184,8 @@ def _space_errors(label: str, folder: Path | None, tmp_name: str | None) -> Iter
         if needed is None and tmp_name is not None:
             with contextlib.suppress(OSError):
                 written = os.stat(tmp_name).st_size
-        raise OSError(exc.errno, _space_text(exc, needed, free, written), label) from None
+        at_least = bool(_first_attr(exc, "bytes_at_least"))
+        raise OSError(exc.errno, _space_text(exc, needed, at_least, free, written), label) from None
 
 
 def _first_attr(exc: BaseException | None, name: str) -> int | None:
@@ -196,10 +199,10 @@ def _first_attr(exc: BaseException | None, name: str) -> int | None:
     return None
 
 
-def _space_text(exc: OSError, needed: int | None, free: int | None, written: int | None) -> str:
+def _space_text(exc: OSError, needed: int | None, at_least: bool, free: int | None, written: int | None) -> str:
     reason = exc.strerror or os.strerror(exc.errno or errno.ENOSPC)
     if needed is not None:
-        need = f"the output needs {_size(needed)}"
+        need = f"the output needs {'at least ' if at_least else ''}{_size(needed)}"
     elif written:
         need = f"the output needs more than the {_size(written)} written"
     else:

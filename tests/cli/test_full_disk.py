@@ -116,7 +116,7 @@ def test_too_little_space_fails_before_the_alignment(tmp_path: Path, monkeypatch
     monkeypatch.setattr("msa.io.output.free_bytes", lambda where: 1000)
     monkeypatch.setattr(msa.pipeline, "align_db", _must_not_run)
     line = _assert_one_line_and_nothing_left(_align(out), out, old=None)
-    assert line.endswith("1,000 bytes (1.0 kB) free") and "the output needs" in line
+    assert line.endswith("1,000 bytes (1.0 kB) free") and "the output needs at least 55,000 bytes" in line
 
 
 def test_too_little_space_for_the_width_fails_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
