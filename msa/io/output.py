@@ -34,7 +34,7 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
     bytes needed and the bytes free: the CLI prints it as its one error line.
     """
     if path is None or str(path) == "-":
-        with _space_errors("stdout", None, None):
+        with _space_errors("stdout", _regular_fd(sys.stdout), None):
             sys.stdout.flush()
             try:
                 out = OutputWriter(io.FileIO(sys.stdout.fileno(), "w", closefd=False))
@@ -167,9 +167,10 @@ def needing(exc: BaseException, nbytes: int | None, at_least: bool = False, free
 
 
 @contextlib.contextmanager
-def _space_errors(label: str, folder: Path | None, tmp_name: str | None) -> Iterator[None]:
+def _space_errors(label: str, folder: Path | int | None, tmp_name: str | None) -> Iterator[None]:
     """A full-disk OSError raised in the block becomes one naming ``label``, the bytes needed
-    and the bytes free (of ``folder``'s file system); other errors pass unchanged."""
+    and the bytes free (of the file system of ``folder``, a path or a descriptor); other
+    errors pass unchanged."""
     try:
         yield
     except OSError as exc:
@@ -186,6 +187,15 @@ def _space_errors(label: str, folder: Path | None, tmp_name: str | None) -> Iter
                 written = os.stat(tmp_name).st_size
         at_least = bool(_first_attr(exc, "bytes_at_least"))
         raise OSError(exc.errno, _space_text(exc, needed, at_least, free, written), label) from None
+
+
+def _regular_fd(stream) -> int | None:
+    """The descriptor of ``stream`` where it is a regular file (stdout sent to a file)."""
+    try:
+        fd = stream.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
 
 
 def _first_attr(exc: BaseException | None, name: str) -> int | None:

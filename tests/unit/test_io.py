@@ -1,6 +1,7 @@
 """FASTA reading and writing, output formats and atomic output files (no aligner needed)."""
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
@@ -326,3 +327,34 @@ def test_records_from_pairs_and_seqrecords() -> None:
 def test_bad_records(records: list, message: str) -> None:
     with pytest.raises(InputError, match=message):
         db_from_records(records)
+
+
+def test_output_writer_writes_every_byte_of_short_writes() -> None:
+    """A system call that writes part of the data (a pipe, a disk filling up) is followed by
+    another for the rest: BufferedWriter alone returns the short count, which Biopython's text
+    layer ignores. When the rest fails, the error comes out instead of a lost tail."""
+    from msa.io.output import OutputWriter
+
+    class Short(io.RawIOBase):
+        def __init__(self, step: int, room: int = 1 << 30) -> None:
+            self.got, self.step, self.room = bytearray(), step, room
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data) -> int:
+            if len(self.got) >= self.room:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            part = bytes(data[: self.step])
+            self.got += part
+            return len(part)
+
+    raw = Short(7000)
+    out = OutputWriter(raw, buffer_size=4096)
+    data = bytes(range(256)) * 1000
+    assert out.write(data) == len(data)
+    out.flush()
+    assert bytes(raw.got) == data
+    with pytest.raises(OSError) as caught:
+        OutputWriter(Short(7000, room=50_000), buffer_size=4096).write(data)
+    assert caught.value.errno == errno.ENOSPC
