@@ -23,6 +23,8 @@ import typer
 from msa.alphabet import load_matrix
 from msa.backends import BackendUnavailable
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
+from msa.io.formats import output_size
+from msa.io.output import check_space
 from msa.params import DEVICES, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, PARTTREE_SPLITS, TREE_DISTANCES, AlignParams
 from msa.progress import Progress
 from msa.startup import BackendStart
@@ -223,10 +225,12 @@ def align(
                 db = read_fasta(input)
             with open_output(output) as out, _optional_output(tree_out) as newick_out:
                 backend = functools.partial(backend_start.backend, quiet=quiet)
-                width = _align_to(out, newick_out, db, params, backend, fmt.value, progress)
+                width, nbytes = _align_to(out, newick_out, db, params, backend, fmt.value, progress)
         progress.note(
             f"aligned {len(db)} sequences into {width} columns in {time.perf_counter() - start:.1f} s"
         )
+        if progress.verbose:
+            progress.note(_output_note(output, nbytes))
 
 
 def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_out: bool, skip_existing: bool) -> None:
@@ -280,12 +284,18 @@ def _align_many(
         raise typer.Exit(1)
 
 
-def _align_to(out, newick_out, db, params: AlignParams, backend, fmt: str, progress: Progress) -> int:
-    """The work of ``align`` once the input is read and the outputs are open; the width.
+def _align_to(
+    out, newick_out, db, params: AlignParams, backend, fmt: str, progress: Progress
+) -> tuple[int, int | None]:
+    """The work of ``align`` once the input is read and the outputs are open; the width and
+    the bytes written (None where not counted).
 
-    ``backend`` is a function that waits for the backend's start, called as late as can be."""
+    ``backend`` is a function that waits for the backend's start, called as late as can be.
+    An output that cannot fit even at the longest sequence's width fails before the
+    alignment; write_alignment checks the exact size once the width is known."""
     from msa.pipeline import align_db, tree_db
 
+    check_space(out, output_size(db.names, db.descriptions, int(db.lengths.max(initial=0)), fmt), at_least=True)
     guide = None
     if newick_out is not None:
         backend = backend()
@@ -294,8 +304,17 @@ def _align_to(out, newick_out, db, params: AlignParams, backend, fmt: str, progr
         newick_out.write(_newick_bytes(guide, names))
     aligned = align_db(db, params, backend, tree=guide)  # reports its own stages
     with progress.stage("writing"):
-        write_alignment(out, aligned, fmt)
-    return aligned.width
+        nbytes = write_alignment(out, aligned, fmt)
+    return aligned.width, nbytes
+
+
+def _output_note(output: str | None, nbytes: int | None) -> str:
+    """``-v``'s line on the output's size."""
+    where = "stdout" if output is None or output == "-" else output
+    text = f"wrote {nbytes:,} bytes to {where}" if nbytes is not None else f"wrote {where}"
+    if where != "stdout" and os.path.isfile(where) and (nbytes is None or where.endswith(".gz")):
+        text += f" ({os.path.getsize(where):,} bytes on disk)"
+    return text
 
 
 @app.command()

@@ -23,7 +23,6 @@ import gzip
 import io
 import mmap
 import os
-import stat
 import sys
 import zlib
 from typing import BinaryIO, Protocol, Sequence
@@ -31,6 +30,7 @@ from typing import BinaryIO, Protocol, Sequence
 import numpy as np
 
 from msa.alphabet import ENCODE, GAP_BYTES, INVALID
+from msa.io.output import check_space, needing, regular_file, reserve
 from msa.seqdb import SeqDB, _ranges
 
 #: Residues per output line, as FAMSA and MAFFT write them.
@@ -255,10 +255,22 @@ def header_bytes(descriptions: Sequence[str]) -> list[bytes]:
     return [f">{d}\n".encode("utf-8", "surrogateescape") for d in descriptions]
 
 
+def wrapped_line(width: int, line_width: int = LINE_WIDTH) -> int:
+    """Bytes of one aligned row of ``width`` columns wrapped at ``line_width``, newlines included."""
+    full, rest = divmod(width, line_width)
+    return full * (line_width + 1) + (rest + 1 if rest or not full else 0)
+
+
+def fasta_size(header_bytes_total: int, n: int, width: int, line_width: int = LINE_WIDTH) -> int:
+    """Exact bytes of an aligned FASTA file: ``n`` records of ``width`` columns whose
+    ``>header\n`` lines take ``header_bytes_total`` bytes together."""
+    return header_bytes_total + n * wrapped_line(width, line_width) if n else 0
+
+
 def write_fasta(
     out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray | RowSource, width: int = LINE_WIDTH
-) -> None:
-    """Write aligned rows as FASTA, lines wrapped at ``width``.
+) -> int:
+    """Write aligned rows as FASTA, lines wrapped at ``width``; the bytes written.
 
     ``rows`` is a uint8 array (one row per record) or anything that places the
     residues of records ``lo..hi`` into wrapped rows on demand (``place``,
@@ -267,19 +279,43 @@ def write_fasta(
     records: the residues are written into it and wiped again once the block
     is out. At 10^6 rows of 4 x 10^4 columns over 98 % of the bytes are gaps,
     so the output costs little more than its residues and the write itself.
+
+    Into an empty regular file (the temporary file of ``-o``) the whole size is
+    first checked against the free space and then reserved (``posix_fallocate``),
+    so a full disk is an OSError before any byte is written, never a SIGBUS of
+    the mapped writer; the mapped writer runs only on a reserved file.
+
+    Raises:
+        OSError: ENOSPC, EDQUOT or EFBIG with ``bytes_needed`` (see msa.io.output).
     """
     n = len(descriptions)
     if n == 0:
-        return
+        return 0
     source = _DenseRows(rows) if isinstance(rows, np.ndarray) else rows
-    full, rest = divmod(source.width, width)
-    line = full * (width + 1) + (rest + 1 if rest or not full else 0)  # a row's text with its newlines
+    line = wrapped_line(source.width, width)
+    full = source.width // width
     breaks = np.arange(1, full + 1, dtype=np.int64) * (width + 1) - 1
-    if rest or not full:
+    if source.width % width or not full:
         breaks = np.append(breaks, line - 1)
+    heads = header_bytes(descriptions)
+    head_len = np.fromiter((len(h) for h in heads), dtype=np.int64, count=n)
+    total = fasta_size(int(head_len.sum()), n, source.width, width)
+    check_space(out, total)
     fd = _empty_file(out)
-    if fd is not None and hasattr(source, "fill") and _write_mapped(fd, descriptions, source, width, line, breaks):
-        return
+    try:
+        reserved = fd is not None and reserve(fd, 0, total)
+        if reserved and _readable(fd) and hasattr(source, "fill"):
+            if _write_mapped(fd, heads, head_len, source, width, line, breaks, total):
+                return total
+        _write_blocks(out, heads, source, width, line, breaks)
+    except OSError as exc:
+        raise needing(exc, total if fd is not None else None)
+    return total
+
+
+def _write_blocks(out: BinaryIO, heads: list[bytes], source, width: int, line: int, breaks: np.ndarray) -> None:
+    """The block writer: rows placed into one reused buffer, written a block at a time."""
+    n = len(heads)
     per_block = min(n, max(1, BLOCK_BYTES // line))
     block = np.full((per_block, line), ord("-"), dtype=np.uint8)
     block[:, breaks] = _NL
@@ -288,44 +324,43 @@ def write_fasta(
     for lo in range(0, n, per_block):
         hi = min(n, lo + per_block)
         source.place(flat, line, width, lo, hi)
-        heads = header_bytes(descriptions[lo:hi])
-        out.writelines([part for k, head in enumerate(heads) for part in (head, view[k * line : (k + 1) * line])])
+        out.writelines([part for k, head in enumerate(heads[lo:hi]) for part in (head, view[k * line : (k + 1) * line])])
         source.place(flat, line, width, lo, hi, clear=True)
 
 
 def _empty_file(out: BinaryIO) -> int | None:
-    """The descriptor of ``out`` if it is an empty regular file open for reading and writing
-    (mapping needs both) from its start: the temporary file of ``-o``. Else None (a pipe, gzip,
-    appending, a write-only descriptor such as the shell's ``>``)."""
-    if type(out) not in (io.BufferedWriter, io.BufferedRandom):
+    """The descriptor of ``out`` if it is an empty regular file written from its start (the
+    temporary file of ``-o``, or stdout sent to a new file by the shell): one whose space can
+    be reserved. Else None (a pipe, gzip, appending, a file with data)."""
+    fd = regular_file(out)
+    if fd is None:
         return None
     try:
-        fd = out.fileno()
-        info = os.fstat(fd)
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        if flags & os.O_APPEND or os.fstat(fd).st_size != 0 or out.tell() != 0:
+            return None
     except (OSError, ValueError, io.UnsupportedOperation):
-        return None
-    if flags & os.O_APPEND or flags & os.O_ACCMODE != os.O_RDWR:
-        return None
-    if not stat.S_ISREG(info.st_mode) or info.st_size != 0 or out.tell() != 0:
         return None
     return fd
 
 
-def _write_mapped(fd: int, descriptions: Sequence[str], source, width: int, line: int, breaks: np.ndarray) -> bool:
-    """Size the file for the whole alignment, map it, and let the source write every record
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` is open for reading and writing, as mapping it needs."""
+    return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
+
+
+def _write_mapped(
+    fd: int, heads: list[bytes], head_len: np.ndarray, source, width: int, line: int, breaks: np.ndarray, total: int
+) -> bool:
+    """Map the file (already ``total`` bytes, reserved) and let the source write every record
     in place on all threads: no write() copies, and the page faults are spread over the cores
-    (at 10^5 rows x 10^4 columns, 1 GB: 0.6 s through write(), H200 machine). False, with the
-    file empty again, where the file system cannot map it."""
-    heads = header_bytes(descriptions)
-    head_len = np.fromiter((len(h) for h in heads), dtype=np.int64, count=len(heads))
+    (at 10^5 rows x 10^4 columns, 1 GB: 0.6 s through write(), H200 machine). False, with
+    nothing written, where the file system cannot map it."""
     head_off = np.zeros(len(heads) + 1, dtype=np.int64)
     np.cumsum(head_len, out=head_off[1:])
     rec_off = head_off[:-1] + np.arange(len(heads), dtype=np.int64) * line
-    total = int(head_off[-1]) + len(heads) * line
     template = np.full(line, ord("-"), dtype=np.uint8)
     template[breaks] = _NL
-    os.ftruncate(fd, total)
     ends = np.append(rec_off[1:], total)
     head_buf = np.frombuffer(b"".join(heads), dtype=np.uint8)
     lo = 0
@@ -337,8 +372,7 @@ def _write_mapped(fd: int, descriptions: Sequence[str], source, width: int, line
         except OSError:
             if lo > 0:
                 raise
-            os.ftruncate(fd, 0)
-            return False
+            return False  # the block writer writes from the start over the reserved space
         with mapped:
             out = np.frombuffer(mapped, dtype=np.uint8)
             source.fill(out, rec_off[lo:hi] - base, head_buf, head_off[lo : hi + 1], template, width, lo, hi)

@@ -13,7 +13,8 @@ from typing import BinaryIO, Literal, Protocol, Sequence, get_args
 import numpy as np
 
 from msa import __version__
-from msa.io.fasta import write_fasta
+from msa.io.fasta import LINE_WIDTH, fasta_size, write_fasta
+from msa.io.output import check_space, needing, regular_file
 
 OutputFormat = Literal["fasta", "clustal", "stockholm", "phylip", "a2m"]
 FORMATS: tuple[str, ...] = get_args(OutputFormat)
@@ -37,18 +38,62 @@ class Rows(Protocol):
     def rows(self) -> np.ndarray: ...
 
 
-def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> None:
-    """Write ``aligned`` to the binary stream ``out`` in format ``fmt``.
+def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> int | None:
+    """Write ``aligned`` to the binary stream ``out`` in format ``fmt``; the bytes written
+    (before compression), or None where they cannot be counted.
+
+    Where ``out`` is a regular file, its free space is checked against the
+    output's size first (exact for FASTA, an estimate for the others), so a
+    full disk is reported before the rows are built.
 
     Raises:
         ValueError: ``fmt`` is not one of FORMATS.
+        OSError: a full disk (ENOSPC, EDQUOT, EFBIG) with ``bytes_needed``, or another write error.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "fasta":
-        write_fasta(out, aligned.descriptions, aligned)
-        return
-    _write_with_biopython(out, aligned.names, aligned.descriptions, aligned.rows, fmt)
+        return write_fasta(out, aligned.descriptions, aligned)
+    needed = output_size(aligned.names, aligned.descriptions, aligned.width, fmt)
+    at_least = fmt != "a2m"
+    check_space(out, needed, at_least)
+    start = _position(out)
+    try:
+        _write_with_biopython(out, aligned.names, aligned.descriptions, aligned.rows, fmt)
+    except OSError as exc:
+        raise needing(exc, needed if regular_file(out) is not None else None, at_least)
+    end = _position(out)
+    return end - start if start is not None and end is not None else None
+
+
+def output_size(names: Sequence[str], descriptions: Sequence[str], width: int, fmt: str = "fasta") -> int:
+    """Bytes of the output of ``len(names)`` rows of ``width`` columns in format ``fmt``:
+    exact for FASTA (the headers as ASCII) and A2M, a lower bound for the others (so an early
+    check never refuses an output that would fit)."""
+    n = len(names)
+    if n == 0:
+        return 0
+    headers = sum(map(len, descriptions)) + 2 * n  # '>' and newline
+    name_col = max(map(len, names)) + 1
+    if fmt == "fasta":
+        return fasta_size(headers, n, width, LINE_WIDTH)
+    if fmt == "a2m":  # one line per row
+        return headers + n * (width + 1)
+    if fmt == "phylip":  # names cut or padded to 10
+        return n * (10 + width + 1)
+    if fmt == "stockholm":  # a line per row after a name column
+        return n * (name_col + width + 1)
+    if fmt == "clustal":  # blocks of 50 columns, a name column on every line
+        return -(-width // 50) * n * (name_col + 51)
+    raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+def _position(out: BinaryIO) -> int | None:
+    """Where ``out`` is (uncompressed bytes for gzip), or None for a pipe."""
+    try:
+        return out.tell()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
 
 
 def _write_with_biopython(

@@ -1,6 +1,7 @@
 """FASTA reading and writing, output formats and atomic output files (no aligner needed)."""
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
@@ -143,9 +144,10 @@ def test_fasta_writer_builds_rows_block_by_block(monkeypatch: pytest.MonkeyPatch
 
 
 def test_fasta_writer_maps_an_empty_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A new regular file open for reading and writing is sized and written in place (every
-    record at once); a write-only or appending one goes through the block writer: the same bytes."""
-    from msa.io.fasta import _empty_file
+    """A new regular file open for reading and writing is reserved and written in place (every
+    record at once); a write-only one is reserved and goes through the block writer, an
+    appending one through the block writer only: the same bytes."""
+    from msa.io.fasta import _empty_file, _readable
     from msa.seqdb import SeqDB
 
     rng = np.random.default_rng(5)
@@ -164,7 +166,9 @@ def test_fasta_writer_maps_an_empty_file(tmp_path, monkeypatch: pytest.MonkeyPat
         write_fasta(out, names, aligned)
     assert mapped.read_bytes() == blocks.getvalue()
     with open(tmp_path / "write-only.fa", "wb") as out:
-        assert _empty_file(out) is None
+        assert _empty_file(out) is not None and not _readable(out.fileno())
+        assert write_fasta(out, names, aligned) == len(blocks.getvalue())
+    assert (tmp_path / "write-only.fa").read_bytes() == blocks.getvalue()
     monkeypatch.setattr("msa.io.fasta.MAP_BYTES", 5000)  # many windows, none on a page boundary
     with open(mapped, "w+b") as out:
         out.truncate(0)
@@ -323,3 +327,34 @@ def test_records_from_pairs_and_seqrecords() -> None:
 def test_bad_records(records: list, message: str) -> None:
     with pytest.raises(InputError, match=message):
         db_from_records(records)
+
+
+def test_output_writer_writes_every_byte_of_short_writes() -> None:
+    """A system call that writes part of the data (a pipe, a disk filling up) is followed by
+    another for the rest: BufferedWriter alone returns the short count, which Biopython's text
+    layer ignores. When the rest fails, the error comes out instead of a lost tail."""
+    from msa.io.output import OutputWriter
+
+    class Short(io.RawIOBase):
+        def __init__(self, step: int, room: int = 1 << 30) -> None:
+            self.got, self.step, self.room = bytearray(), step, room
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data) -> int:
+            if len(self.got) >= self.room:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            part = bytes(data[: self.step])
+            self.got += part
+            return len(part)
+
+    raw = Short(7000)
+    out = OutputWriter(raw, buffer_size=4096)
+    data = bytes(range(256)) * 1000
+    assert out.write(data) == len(data)
+    out.flush()
+    assert bytes(raw.got) == data
+    with pytest.raises(OSError) as caught:
+        OutputWriter(Short(7000, room=50_000), buffer_size=4096).write(data)
+    assert caught.value.errno == errno.ENOSPC
