@@ -64,22 +64,27 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--prim", action="store_true", help="time Prim's MST instead of the matrix")
+    ap.add_argument("--groups", type=int, default=1, help="split the family into this many equal groups")
     ap.add_argument("--check-max", type=int, default=20000, help="largest group checked against the CPU")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     codes, offsets = family(args.group, args.length, 1)
     ids = np.arange(args.group, dtype=np.int64)
-    group_off = np.array([0, args.group], dtype=np.int64)
+    group_off = np.linspace(0, args.group, args.groups + 1).astype(np.int64)
     lens = np.diff(offsets)
     words = np.maximum(-(-lens // 64), 1)
-    cells = float(words.astype(np.float64) @ (np.cumsum(lens[::-1])[::-1] - lens))  # rows a < columns b
-    pairs = args.group * (args.group - 1) / 2
+    cells = 0.0  # rows a < columns b of each group
+    for lo, hi in zip(group_off[:-1], group_off[1:]):
+        g_lens = lens[lo:hi]
+        cells += float(words[lo:hi].astype(np.float64) @ (np.cumsum(g_lens[::-1])[::-1] - g_lens))
+    sizes = np.diff(group_off)
+    pairs = float((sizes * (sizes - 1) // 2).sum())
     cpu, gpu = CpuBackend(), CudaBackend()
     if args.prim:
-        run_cpu = lambda: cpu.lcs_prim_mst(codes, offsets, ids)  # noqa: E731
-        run_gpu = lambda: gpu.lcs_prim_mst(codes, offsets, ids)  # noqa: E731
-        cpu.lcs_prim_mst(codes, offsets, ids[:8])  # JIT warm-up
-        gpu.lcs_prim_mst(codes, offsets, ids[:8])
+        run_cpu = lambda: cpu.lcs_prim_msts(codes, offsets, ids, group_off)  # noqa: E731
+        run_gpu = lambda: gpu.lcs_prim_msts(codes, offsets, ids, group_off)  # noqa: E731
+        cpu.lcs_prim_msts(codes, offsets, ids[:8], np.array([0, 8]))  # JIT warm-up
+        gpu.lcs_prim_msts(codes, offsets, ids[:8], np.array([0, 8]))
     else:
         run_cpu = lambda: cpu.lcs_distance_matrix(codes, offsets, ids, group_off)  # noqa: E731
         run_gpu = lambda: gpu.lcs_distance_matrix(codes, offsets, ids, group_off)  # noqa: E731

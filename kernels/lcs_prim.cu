@@ -1,23 +1,27 @@
-// Prim's minimum spanning tree of one group under FAMSA's LCS distance, without the
-// distance matrix (CPU oracle: msa/backends/cpu_lcs_tree.py, lcs_prim_mst).
+// Prim's minimum spanning trees of many groups under FAMSA's LCS distance, without distance
+// matrices (CPU oracle: msa/backends/cpu/lcs.py, lcs_prim_mst, one group at a time).
 //
-// One persistent launch runs many Prim steps. Each step:
-//   1. every block builds the masks of the vertex that joined last (cur) in shared memory;
-//   2. thread g owns positions g, g + T, ... (T threads in the grid) of the vertices not yet
-//      in the tree, computes LCS(cur, p), lowers best[p] (strict <, so the earliest cur
+// One persistent launch runs many Prim steps of many groups at once; group g owns blocks
+// blk0[g] .. blk0[g + 1] and runs its own steps step0[g] .. step_end[g]. Each step of a group:
+//   1. each of its blocks builds the masks of the vertex that joined last (cur) in shared memory;
+//   2. its thread t owns positions t, t + T, ... (T threads in the group) of the vertices not
+//      yet in the tree, computes LCS(cur, p), lowers best[p] (strict <, so the earliest cur
 //      keeps a tie, as on the CPU) and keeps the smallest (best, local index) it owns;
-//   3. a block-wide minimum goes to part[blockIdx]; the last block to arrive at the grid
-//      barrier reduces the parts, writes the step's edge, marks the winner and publishes it
-//      as the next cur, then releases the barrier.
+//   3. a block-wide minimum goes to part[block]; the last of the group's blocks to arrive at
+//      the group's barrier reduces the group's parts, writes the step's edge, marks the winner
+//      and publishes it as the next cur, then releases the barrier.
 // The smallest (best, local index) is the CPU's choice (lowest index of smallest best).
-// All blocks must be resident at once (the host sizes the grid from the occupancy).
+// All blocks of the launch must be resident at once (the host sizes the grid from the
+// occupancy); groups never wait on each other, so a small group finishes early and its
+// blocks simply exit.
 //
-// Positions are the remaining vertices sorted by length, packed 16 residues a uint4 in
-// warp-interleaved sections: pk4[sec_off[p / 32] / 4 + q * 32 + p % 32] holds residues
-// 16q..16q+15 of position p (4 a word, low byte first, padded with PRIM_PAD), so a warp's
-// load is one 512-byte run, and each thread loads the next uint4 while it works on this one.
-// Masks are 32 rows (codes 0..31) of W words; rows 20..31 stay zero, and a zero mask
-// leaves V unchanged, so padding and non-matching residues need no branch.
+// Positions are each group's remaining vertices sorted by length, the group's run starting
+// at a multiple of 32, packed 16 residues a uint4 in warp-interleaved sections:
+// pk4[sec_off[P / 32] / 4 + q * 32 + P % 32] holds residues 16q..16q+15 of position P (4 a
+// word, low byte first, padded with PRIM_PAD), so a warp's load is one 512-byte run, and
+// each thread loads the next uint4 while it works on this one. Masks are 32 rows (codes
+// 0..31) of W words; rows 20..31 stay zero, and a zero mask leaves V unchanged, so padding
+// and non-matching residues need no branch.
 
 #include "lcs_core.cuh"
 
@@ -127,22 +131,31 @@ __device__ __forceinline__ Key block_min(Key k) {
     return k;
 }
 
-extern "C" __global__ void prim_steps(
+extern "C" __global__ void __launch_bounds__(256, 3) prim_steps(
     const uint4* __restrict__ pk4, const long long* __restrict__ sec_off, const int* __restrict__ pos_local,
-    const int* __restrict__ pos_len, int n_pos, const unsigned char* __restrict__ codes,
-    const long long* __restrict__ seq_off, const double* __restrict__ pow075, double* __restrict__ best,
-    int* __restrict__ via, unsigned char* in_tree, int* state, int step0, int step_end, int* __restrict__ edge_a,
+    const int* __restrict__ pos_len, const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
+    const double* __restrict__ pow075, double* __restrict__ best, int* __restrict__ via, unsigned char* in_tree,
+    const int* __restrict__ block_group, const int* __restrict__ blk0, const long long* __restrict__ pos0,
+    const int* __restrict__ npos, const long long* __restrict__ seq0, const int* __restrict__ step0,
+    const int* __restrict__ step_end, const long long* __restrict__ edge0, int* state, int* __restrict__ edge_a,
     int* __restrict__ edge_b, double* __restrict__ edge_w, Key* part, unsigned* bar, u64* scratch) {
     extern __shared__ u64 masks[];
     __shared__ int s_last;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    volatile unsigned* vbar = bar;
-    const unsigned gen0 = vbar[1];  // no block can release a barrier before all have read it
-    for (int step = step0; step < step_end; ++step) {
+    const int g = block_group[blockIdx.x];
+    const int b0 = blk0[g], nb = blk0[g + 1] - b0;
+    const long long stride = (long long)nb * blockDim.x;
+    const long long tid = (long long)(blockIdx.x - b0) * blockDim.x + threadIdx.x;
+    const long long p0 = pos0[g], n_pos = npos[g], s0 = seq0[g], e0 = edge0[g];
+    // V scratch of the words past LCS_CHAIN_MAX: one column per thread of the launch
+    const long long scratch_stride = (long long)gridDim.x * blockDim.x;
+    u64* my_scratch = scratch + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned* gbar = bar + 2 * g;
+    volatile unsigned* vbar = gbar;
+    const unsigned gen0 = vbar[1];  // no block of the group can release a barrier before all have read it
+    for (int step = step0[g]; step < step_end[g]; ++step) {
         // 1. cur's masks
-        const int cur = __ldcg(&state[0]);
-        const long long a0 = seq_off[cur], la = seq_off[cur + 1] - a0;
+        const int cur = __ldcg(&state[g]);
+        const long long a0 = seq_off[s0 + cur], la = seq_off[s0 + cur + 1] - a0;
         const int words = la > 64 ? (int)((la + 63) >> 6) : 1;
         for (int k = threadIdx.x; k < PRIM_ROWS * words; k += blockDim.x) masks[k] = 0ull;
         __syncthreads();
@@ -153,49 +166,51 @@ extern "C" __global__ void prim_steps(
         __syncthreads();
         // 2. relax the owned positions
         Key mine = {~0ull, 0x7fffffff, -1};
-        for (long long p = gtid; p < n_pos; p += stride) {
-            if (__ldcg(&in_tree[p])) continue;
-            const int lb = pos_len[p];
-            const uint4* col = pk4 + sec_off[p >> 5] / 4 + (p & 31);
-            const long long lcs = prim_dispatch(words, masks, col, (lb + 15) >> 4, la, scratch + gtid, stride);
+        for (long long p = tid; p < n_pos; p += stride) {
+            const long long P = p0 + p;
+            if (__ldcg(&in_tree[P])) continue;
+            const int lb = pos_len[P];
+            const uint4* col = pk4 + sec_off[P >> 5] / 4 + (P & 31);
+            const long long lcs =
+                prim_dispatch(words, masks, col, (lb + 15) >> 4, la, my_scratch, scratch_stride);
             const double d = lcs_distance(lcs, la, lb, pow075);
-            double b = best[p];
-            if (d < b) {
-                b = d;
-                best[p] = d;
-                via[p] = cur;
+            double bp = best[P];
+            if (d < bp) {
+                bp = d;
+                best[P] = d;
+                via[P] = cur;
             }
-            const Key k = {(u64)__double_as_longlong(b), pos_local[p], (int)p};
+            const Key k = {(u64)__double_as_longlong(bp), pos_local[P], (int)p};
             if (key_less(k, mine)) mine = k;
         }
-        // 3. block minimum, grid barrier, the last block picks the next vertex
+        // 3. block minimum, the group's barrier, its last block picks the next vertex
         mine = block_min(mine);
         if (threadIdx.x == 0) {
             part[blockIdx.x] = mine;
             __threadfence();
-            s_last = atomicAdd(&bar[0], 1u) == gridDim.x - 1;
+            s_last = atomicAdd(&gbar[0], 1u) == (unsigned)nb - 1u;
         }
         __syncthreads();
         if (s_last) {
             __threadfence();
             Key k = {~0ull, 0x7fffffff, -1};
-            for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) {
+            for (int b = b0 + threadIdx.x; b < b0 + nb; b += blockDim.x) {
                 const Key x = {__ldcg(&part[b].d), __ldcg(&part[b].local), __ldcg(&part[b].pos)};
                 if (key_less(x, k)) k = x;
             }
             k = block_min(k);
             if (threadIdx.x == 0) {
-                edge_a[step] = __ldcg(&via[k.pos]);
-                edge_b[step] = k.local;
-                edge_w[step] = __longlong_as_double((long long)k.d);
-                in_tree[k.pos] = 1;
-                state[0] = k.local;
-                bar[0] = 0u;
+                edge_a[e0 + step] = __ldcg(&via[p0 + k.pos]);
+                edge_b[e0 + step] = k.local;
+                edge_w[e0 + step] = __longlong_as_double((long long)k.d);
+                in_tree[p0 + k.pos] = 1;
+                state[g] = k.local;
+                gbar[0] = 0u;
                 __threadfence();
-                atomicAdd(&bar[1], 1u);
+                atomicAdd(&gbar[1], 1u);
             }
         } else if (threadIdx.x == 0) {
-            const unsigned target = gen0 + (unsigned)(step - step0) + 1u;
+            const unsigned target = gen0 + (unsigned)(step - step0[g]) + 1u;
             while ((int)(vbar[1] - target) < 0) {
             }
             __threadfence();
@@ -204,11 +219,11 @@ extern "C" __global__ void prim_steps(
     }
 }
 
-// pk (as 32-bit words) for positions 0..n_pos of local indices pos_local, one thread a word:
-// section s = p / 32 spans words sec_off[s] .. sec_off[s + 1], 128 words (32 uint4) per
-// 16 residues of its longest position.
+// pk (as 32-bit words) of positions 0..n_pos holding sequences pos_seq (-1: padding), one
+// thread a word: section s = P / 32 spans words sec_off[s] .. sec_off[s + 1], 128 words
+// (32 uint4) per 16 residues of its longest position.
 extern "C" __global__ void prim_pack(const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
-                                     const int* __restrict__ pos_local, int n_pos,
+                                     const long long* __restrict__ pos_seq, long long n_pos,
                                      const long long* __restrict__ sec_off, long long n_words,
                                      unsigned* __restrict__ pk) {
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n_words;
@@ -220,11 +235,11 @@ extern "C" __global__ void prim_pack(const unsigned char* __restrict__ codes, co
         }
         const long long r = t - sec_off[lo];
         const long long q = r / 128, lane = (r / 4) & 31, first = 16 * q + 4 * (r & 3);
-        const long long p = lo * 32 + lane;
+        const long long P = lo * 32 + lane;
         unsigned word = PRIM_PAD | (PRIM_PAD << 8) | (PRIM_PAD << 16) | (PRIM_PAD << 24);
-        if (p < n_pos) {
-            const int s = pos_local[p];
-            const long long start = seq_off[s], len = seq_off[s + 1] - start;
+        const long long seq = P < n_pos ? pos_seq[P] : -1;
+        if (seq >= 0) {
+            const long long start = seq_off[seq], len = seq_off[seq + 1] - start;
             for (int k = 0; k < 4; ++k) {
                 const long long i = first + k;
                 if (i < len) word = (word & ~(0xffu << (8 * k))) | ((unsigned)codes[start + i] << (8 * k));

@@ -33,7 +33,7 @@ class Backend(Protocol):
 
     * ``lcs_nearest_reference``: PartTree's picks split with link matrices (not the
       default sampled split, which runs ``lcs_nearest_sample`` on the device);
-    * ``lcs_prim_mst``, only for a group holding a sequence of ~50k residues or more,
+    * ``lcs_prim_msts``, only for groups holding a sequence of ~50k residues or more,
       whose masks do not fit in the kernel's shared memory.
     """
 
@@ -59,7 +59,15 @@ class Backend(Protocol):
     def lcs_nearest_reference(
         self, codes, offsets, ref_ids, ref_off, member_ids, member_node
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
-    def lcs_prim_mst(self, codes, offsets, ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    # Prim's MSTs of many groups (each of >= 1 member): group g's s-1 edges at rows
+    # group_off[g] - g. ``prim_every_group``: whether single-linkage LCS groups of every size
+    # take this path (the GPU, which runs the groups' steps concurrently) or only those past
+    # exact_tree_max (the CPU, where the condensed matrix is faster for small groups).
+    prim_every_group: bool
+
+    def lcs_prim_msts(
+        self, codes, offsets, ids, group_off
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     # The sampled single-linkage split: nearest sample member and its distance, no link matrices.
     def lcs_nearest_sample(
         self, codes, offsets, ref_ids, ref_off, member_ids, member_node

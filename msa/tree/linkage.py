@@ -139,14 +139,34 @@ def _single_linkage(d: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
     return mst_linkage(edge_a, edge_b, edge_w, s)
 
 
-def prim_single_linkage(codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, backend) -> tuple[np.ndarray, np.ndarray]:
-    """Single-linkage LCS tree (local merges) of one group without its distance matrix.
+def prim_single_linkages(
+    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, backend
+) -> tuple[np.ndarray, np.ndarray]:
+    """Single-linkage LCS trees (local merges, laid out as :func:`batch_linkage`'s) of many
+    groups without their distance matrices.
 
     The backend's Prim computes each distance row when its vertex joins, so memory
-    is O(n); the tree is the one the full-matrix path builds from the same distances.
+    is O(n); each tree is the one the full-matrix path builds from the same distances.
     """
-    edge_a, edge_b, edge_w = backend.lcs_prim_mst(codes, offsets, ids)
-    return mst_linkage(edge_a, edge_b, edge_w, len(ids))
+    edge_a, edge_b, edge_w = backend.lcs_prim_msts(codes, offsets, ids, group_off)
+    return mst_linkages(edge_a, edge_b, edge_w, np.asarray(group_off, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def mst_linkages(
+    edge_a: np.ndarray, edge_b: np.ndarray, edge_w: np.ndarray, group_off: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mst_linkage` of every group; group g's edges and merges at rows group_off[g] - g."""
+    n_rows = len(edge_a)
+    merges = np.zeros((n_rows, 2), dtype=np.int64)
+    heights = np.zeros(n_rows)
+    for g in range(len(group_off) - 1):
+        s = group_off[g + 1] - group_off[g]
+        lo = group_off[g] - g
+        m, h = mst_linkage(edge_a[lo : lo + s - 1], edge_b[lo : lo + s - 1], edge_w[lo : lo + s - 1], s)
+        merges[lo : lo + s - 1] = m
+        heights[lo : lo + s - 1] = h
+    return merges, heights
 
 
 @njit(cache=True, nogil=True)

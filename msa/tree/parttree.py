@@ -55,7 +55,7 @@ from msa.tree.linkage import (
     finalize,
     graft,
     mixed_linkage,
-    prim_single_linkage,
+    prim_single_linkages,
 )
 
 #: Exact groups are batched so that one batch's condensed matrices stay below this many pairs.
@@ -110,16 +110,25 @@ class _NodeTable:
 
 
 class _ExactQueue:
-    """Groups waiting for an exact tree, computed in batches of bounded matrix size."""
+    """Groups waiting for an exact tree: condensed matrices in batches of bounded size, or Prim's
+    MSTs (single linkage over LCS past exact_tree_max, or for every group where the backend
+    prefers it), all of one flush in one backend call."""
 
     def __init__(self, db, tables, params, backend, method: Linkage, nodes: _NodeTable) -> None:
         self.db, self.tables, self.params, self.backend = db, tables, params, backend
         self.method, self.nodes = method, nodes
         self.groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.prim: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.pairs = 0
+        self.all_prim = (
+            method == "single" and params.distance == "lcs" and getattr(backend, "prim_every_group", False)
+        )
 
     def add(self, members: np.ndarray, off: np.ndarray, roots: np.ndarray) -> None:
         if len(roots) == 0:
+            return
+        if self.all_prim:
+            self.prim.append((members[: off[-1]], off, roots))
             return
         bounds, pair_off = _pair_batches(off)
         for a, b in zip(bounds[:-1], bounds[1:]):
@@ -131,30 +140,36 @@ class _ExactQueue:
 
     def add_mst(self, members: np.ndarray, root: int) -> None:
         """One group past exact_tree_max: Prim's single linkage, no distance matrix."""
-        merges, heights = prim_single_linkage(self.db.codes, self.db.offsets, members, self.backend)
-        nodes = self.nodes
-        nodes.next_id = graft(
-            merges, heights, members, np.array([0, len(members)]), np.array([root]), nodes.next_id,
-            nodes.left, nodes.right, nodes.height,
-        )
+        self.prim.append((members, np.array([0, len(members)], dtype=np.int64), np.array([root])))
 
     def flush(self) -> None:
-        if not self.groups:
-            return
-        members = np.concatenate([g[0] for g in self.groups])
-        roots = np.concatenate([g[2] for g in self.groups])
-        offs, base = [np.zeros(1, np.int64)], 0
-        for g in self.groups:
-            offs.append(g[1][1:] + base)
-            base += len(g[0])
-        off = np.concatenate(offs)
-        self.groups, self.pairs = [], 0
-        dist, dist_off = group_distances(self.db, self.tables, members, off, self.params, self.backend)
-        merges, heights = batch_linkage(dist, dist_off, off, self.method == "single")
+        if self.groups:
+            members, off, roots = _joined(self.groups)
+            self.groups, self.pairs = [], 0
+            dist, dist_off = group_distances(self.db, self.tables, members, off, self.params, self.backend)
+            self._graft(*batch_linkage(dist, dist_off, off, self.method == "single"), members, off, roots)
+        if self.prim:
+            members, off, roots = _joined(self.prim)
+            self.prim = []
+            merges, heights = prim_single_linkages(self.db.codes, self.db.offsets, members, off, self.backend)
+            self._graft(merges, heights, members, off, roots)
+
+    def _graft(self, merges, heights, members, off, roots) -> None:
         nodes = self.nodes
         nodes.next_id = graft(
             merges, heights, members, off, roots, nodes.next_id, nodes.left, nodes.right, nodes.height
         )
+
+
+def _joined(groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(members, offsets, roots) batches laid end to end."""
+    members = np.concatenate([g[0] for g in groups])
+    roots = np.concatenate([g[2] for g in groups])
+    offs, base = [np.zeros(1, np.int64)], 0
+    for g in groups:
+        offs.append(g[1][1:] + base)
+        base += len(g[0])
+    return members, np.concatenate(offs), roots
 
 
 def uses_sample_split(params: AlignParams) -> bool:

@@ -17,9 +17,10 @@ cuda_lcs = pytest.importorskip("msa.backends.cuda.lcs", reason="needs CuPy")
 CPU = CpuBackend()
 
 
-def assert_prim_equal(cuda_backend, codes, offsets, ids, compact_min: int = 4096) -> None:
-    want = CPU.lcs_prim_mst(codes, offsets, ids)
-    got = cuda_lcs.prim_mst(codes, offsets, ids, cuda_backend.device, cuda_backend.n_sm, compact_min)
+def assert_prim_equal(cuda_backend, codes, offsets, ids, compact_min: int = 4096, group_off=None) -> None:
+    group_off = np.array([0, len(ids)]) if group_off is None else group_off
+    want = CPU.lcs_prim_msts(codes, offsets, ids, group_off)
+    got = cuda_lcs.prim_msts(codes, offsets, ids, group_off, cuda_backend.device, cuda_backend.n_sm, compact_min)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g.view(np.uint64) if g.dtype == np.float64 else g,
@@ -59,26 +60,62 @@ def test_prim_ties(cuda_backend):
     assert_prim_equal(cuda_backend, codes, offsets, ids, 64)
 
 
+@pytest.mark.parametrize("compact_min", [8, 4096])
+def test_prim_many_groups_one_launch(cuda_backend, compact_min):
+    """Groups of 1 to 3000 members (many below a warp, some long) share launches and phases."""
+    rng = np.random.default_rng(compact_min)
+    sizes = np.concatenate(([1, 2, 3000, 33, 1], rng.integers(1, 200, 60)))
+    codes, offsets = random_set(rng, rng.integers(1, 700, int(sizes.sum())), 0.03)
+    ids = rng.permutation(int(sizes.sum())).astype(np.int64)
+    assert_prim_equal(cuda_backend, codes, offsets, ids, compact_min, np.concatenate(([0], np.cumsum(sizes))))
+
+
+def test_prim_more_groups_than_resident_blocks(cuda_backend):
+    """More groups than the GPU holds blocks: the launch takes them in turns."""
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(2, 12, 3000)
+    codes, offsets = random_set(rng, rng.integers(20, 200, int(sizes.sum())), 0.02)
+    ids = np.arange(int(sizes.sum()), dtype=np.int64)
+    assert_prim_equal(cuda_backend, codes, offsets, ids, 4096, np.concatenate(([0], np.cumsum(sizes))))
+
+
 def test_prim_fresh_random_groups(cuda_backend):
     """Fresh inputs every run (the seed is printed on failure)."""
     seed = int(np.random.SeedSequence().entropy % 2**32)
     rng = np.random.default_rng(seed)
     for _ in range(3):
-        n = int(rng.integers(2, 2500))
+        sizes = rng.integers(1, 1500, int(rng.integers(1, 6)))
+        n = int(sizes.sum())
         codes, offsets = random_set(rng, rng.integers(1, 700, n), 0.03)
         ids = rng.permutation(n).astype(np.int64)
-        assert_prim_equal(cuda_backend, codes, offsets, ids, int(rng.choice([16, 4096]))), seed
+        group_off = np.concatenate(([0], np.cumsum(sizes)))
+        assert_prim_equal(cuda_backend, codes, offsets, ids, int(rng.choice([16, 4096])), group_off), seed
 
 
 @pytest.mark.parametrize("n", [3000, 6000])
-def test_exact_tree_past_matrix_limit_equal(cuda_backend, n):
-    """--tree auto above exact_tree_max (Prim) gives the CPU's tree on a real-looking family."""
+def test_exact_tree_equal(cuda_backend, n):
+    """--tree auto (Prim on the GPU; the matrix below exact_tree_max and Prim above it on the CPU)
+    gives the CPU's tree on a real-looking family."""
     rng = np.random.default_rng(n)
     codes, offsets = random_set(rng, rng.integers(80, 400, n), 0.02, n_anc=6, rate=0.25)
     letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYVBZX*", dtype=np.uint8)[codes]
     pairs = [(f"s{i}", letters[offsets[i] : offsets[i + 1]].tobytes().decode()) for i in range(n)]
     db = SeqDB.from_pairs(pairs)
-    params = AlignParams(exact_tree_max=1000, mst_tree_max=n)
+    for params in (AlignParams(exact_tree_max=1000, mst_tree_max=n), AlignParams(exact_tree_max=n)):
+        want = build_guide_tree(db, params, CPU)
+        got = build_guide_tree(db, params, cuda_backend)
+        np.testing.assert_array_equal(got.children, want.children)
+        np.testing.assert_array_equal(got.heights, want.heights)
+
+
+def test_parttree_exact_groups_equal(cuda_backend):
+    """PartTree's exact subtrees (batched Prim on the GPU, matrices on the CPU) give the CPU's tree."""
+    rng = np.random.default_rng(9)
+    n = 5000
+    codes, offsets = random_set(rng, rng.integers(80, 300, n), 0.02, n_anc=8, rate=0.25)
+    letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYVBZX*", dtype=np.uint8)[codes]
+    db = SeqDB.from_pairs([(f"s{i}", letters[offsets[i] : offsets[i + 1]].tobytes().decode()) for i in range(n)])
+    params = AlignParams(guide_tree="parttree", exact_tree_max=400, mst_tree_max=900, split_cluster_max=300, seed=2)
     want = build_guide_tree(db, params, CPU)
     got = build_guide_tree(db, params, cuda_backend)
     np.testing.assert_array_equal(got.children, want.children)

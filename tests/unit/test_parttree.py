@@ -10,7 +10,7 @@ from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, build_guide_tree
 import msa.tree.parttree as parttree_module
-from msa.tree.linkage import batch_linkage, prim_single_linkage
+from msa.tree.linkage import batch_linkage, prim_single_linkages
 from msa.tree.sample_split import cut_sample_trees, sample_positions
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
@@ -171,7 +171,7 @@ def test_prim_mst_gives_the_full_matrix_tree() -> None:
     off = np.array([0, len(ids)])
     dist, dist_off = BACKEND.lcs_distance_matrix(db.codes, db.offsets, ids, off)
     want_m, want_h = batch_linkage(dist, dist_off, off, True)
-    got_m, got_h = prim_single_linkage(db.codes, db.offsets, ids, BACKEND)
+    got_m, got_h = prim_single_linkages(db.codes, db.offsets, ids, np.array([0, len(ids)]), BACKEND)
     assert np.array_equal(got_m, want_m)
     assert np.array_equal(got_h, want_h)
     full = build_guide_tree(db, AlignParams(exact_tree_max=len(db)), BACKEND)
@@ -326,3 +326,34 @@ def test_exact_limit_defaults_by_backend() -> None:
     assert exact_limit(AlignParams(), "single", BACKEND) == MST_TREE_MAX["cpu"]
     assert exact_limit(AlignParams(mst_tree_max=9000), "single", BACKEND) == 9000
     assert exact_limit(AlignParams(mst_tree_max=9000), "upgma", gpu) == AlignParams().exact_tree_max
+
+
+def test_prim_of_many_groups_gives_their_matrix_trees() -> None:
+    """Batched Prim (groups of 1 to 40 members) lays out the same merges as batch_linkage."""
+    db, _ = family(np.random.default_rng(21), 6, 30, 120)
+    rng = np.random.default_rng(1)
+    ids = rng.permutation(len(db))
+    sizes = [1, 2, 40, 3, 17, 1, 5]
+    off = np.concatenate(([0], np.cumsum(sizes)))
+    ids = ids[: off[-1]]
+    dist, dist_off = BACKEND.lcs_distance_matrix(db.codes, db.offsets, ids, off)
+    want_m, want_h = batch_linkage(dist, dist_off, off, True)
+    got_m, got_h = prim_single_linkages(db.codes, db.offsets, ids, off, BACKEND)
+    assert np.array_equal(got_m, want_m)
+    assert np.array_equal(got_h, want_h)
+
+
+def test_prim_for_every_group_gives_the_same_parttree() -> None:
+    """A backend that sends every single-linkage group through Prim (as the GPU does) builds
+    the tree of the condensed-matrix path."""
+    from msa.backends.cpu import CpuBackend
+
+    class PrimEverywhere(CpuBackend):
+        prim_every_group = True
+
+    db, _ = family(np.random.default_rng(22), 8, 40, 100)
+    params = AlignParams(guide_tree="parttree", exact_tree_max=30, split_cluster_max=25, split_sample=40, seed=3)
+    want = build_guide_tree(db, params, BACKEND)
+    got = build_guide_tree(db, params, PrimEverywhere())
+    assert np.array_equal(got.children, want.children)
+    assert np.array_equal(got.heights, want.heights)

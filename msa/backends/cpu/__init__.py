@@ -32,6 +32,8 @@ class CpuBackend:
     """Runs every stage on the CPU cores (Numba threads, set by --threads)."""
 
     name = "cpu"
+    #: Prim only past exact_tree_max: below it the condensed matrix is faster on the CPU.
+    prim_every_group = False
     xp = np  # profile tables stay NumPy arrays
     # Stage owners attach their operations here as methods; see msa/backends/__init__.py.
 
@@ -160,13 +162,19 @@ class CpuBackend:
             _i64(member_ids), _i64(member_node), numba.get_num_threads(),
         )
 
-    def lcs_prim_mst(
-        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray
+    def lcs_prim_msts(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Minimum spanning tree of one group under LCS distances, rows computed on the fly."""
-        return lcs.lcs_prim_mst(
-            np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids), numba.get_num_threads()
-        )
+        """Minimum spanning trees of many groups under LCS distances, rows computed on the fly
+        (group g's edges at rows group_off[g] - g), one group at a time on every core."""
+        codes, offsets, ids = np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids)
+        parts = [
+            lcs.lcs_prim_mst(codes, offsets, ids[lo:hi], numba.get_num_threads())
+            for lo, hi in zip(group_off[:-1], group_off[1:])
+        ]
+        if not parts:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0)
+        return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
 
 
 def _i64(a: np.ndarray) -> np.ndarray:

@@ -27,6 +27,8 @@ class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage):
     """Runs the guide-tree stage and the progressive merges on one GPU."""
 
     name = "cuda"
+    #: Every single-linkage LCS group goes through Prim: one launch runs all groups' steps at once.
+    prim_every_group = True
     xp = cp  # profile tables and maps stay CuPy arrays between levels
 
     def __init__(self, device: int = 0, memory_limit: int | None = None) -> None:

@@ -28,7 +28,7 @@ SAMPLE_BYTES_PER_PAIR = 8 + 24 / LCS_THREADS
 
 
 class LcsStage(DeviceStage):
-    """lcs_distance_matrix, lcs_nearest_sample, lcs_nearest_reference and lcs_prim_mst of
+    """lcs_distance_matrix, lcs_nearest_sample, lcs_nearest_reference and lcs_prim_msts of
     :class:`~msa.backends.cuda.CudaBackend`."""
 
     # Delegated to the CPU backend: no kernel yet (the Backend Protocol says which stages
@@ -40,15 +40,16 @@ class LcsStage(DeviceStage):
         """On the CPU (msa.backends.cpu.lcs): PartTree's picks split with link matrices."""
         return CpuBackend().lcs_nearest_reference(codes, offsets, ref_ids, ref_off, member_ids, member_node)
 
-    def lcs_prim_mst(
-        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray
+    def lcs_prim_msts(
+        self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Prim's MST of one group on the device (:func:`prim_mst`), equal to the CPU's edge for edge;
-        a group with a sequence too long for the shared-memory masks (~50k residues) runs on the CPU."""
+        """Prim's MSTs of many groups on the device (:func:`prim_msts`), equal to the CPU's edge for
+        edge; groups holding a sequence too long for the shared-memory masks (~50k residues) run
+        on the CPU."""
         ids = np.asarray(ids, dtype=np.int64)
         if prim_fits(offsets, ids):
-            return prim_mst(codes, offsets, ids, self.device, self.n_sm)
-        return CpuBackend().lcs_prim_mst(codes, offsets, ids)
+            return prim_msts(codes, offsets, ids, group_off, self.device, self.n_sm)
+        return CpuBackend().lcs_prim_msts(codes, offsets, ids, group_off)
 
     def lcs_distance_matrix(
         self, codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray
@@ -227,14 +228,15 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
         "long_words": np.int64(words[long_rows].max() if long_rows.any() else 0),
     }
 
-# ---- Prim's single-linkage MST (kernels/lcs_prim.cu), the twin of msa.backends.cpu.lcs.lcs_prim_mst:
+# ---- Prim's single-linkage MSTs (kernels/lcs_prim.cu), the twin of msa.backends.cpu.lcs.lcs_prim_mst:
 # the same edges in the same order, bit for bit, in O(n) device memory. Each distance row is
 # computed once, when its vertex joins the tree, so an n-sequence group costs n^2/2 LCS pairs and
-# n - 1 grid-wide steps, run by one persistent launch per phase. A phase ends when half of its
-# vertices have joined; the survivors are then compacted and repacked, so threads never sit on
-# finished vertices for more than half a phase.
+# n - 1 grid-wide steps. One persistent launch runs a phase of many groups at once, each on its
+# own blocks with its own barrier; a group's phase ends when half of its vertices have joined,
+# and the survivors are then compacted and repacked, so threads never sit on finished vertices
+# for more than half a phase.
 
-#: Threads per block of prim_steps (a multiple of 32).
+#: Threads per block of prim_steps (its __launch_bounds__ says the same).
 PRIM_THREADS = 256
 #: Mask rows in shared memory (kernels/lcs_prim.cu PRIM_ROWS): every value of code & 31.
 PRIM_ROWS = 32
@@ -253,23 +255,35 @@ def prim_fits(offsets: np.ndarray, ids: np.ndarray) -> bool:
     return _shared_bytes(int(lens.max(initial=1))) <= PRIM_SHARED_MAX
 
 
-def prim_mst(
-    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, device: int, n_sm: int,
+def prim_msts(
+    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, device: int, n_sm: int,
     compact_min: int = PRIM_COMPACT_MIN,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Prim's MST edges (a, b, weight; local indices, Prim order) of group ``ids``, as the CPU's."""
+    """Prim's MST edges (a, b, weight; local indices, Prim order) of every group, as the CPU's.
+
+    Group g (``ids[group_off[g]:group_off[g+1]]``, at least one member) has its s - 1
+    edges at rows ``group_off[g] - g``.
+    """
     ids = np.ascontiguousarray(ids, dtype=np.int64)
-    s = len(ids)
-    if s < 2:
+    group_off = np.ascontiguousarray(group_off, dtype=np.int64)
+    sizes = np.diff(group_off)
+    n_groups = len(sizes)
+    n_edges = int(group_off[-1]) - n_groups
+    if n_edges <= 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0)
     lens = offsets[ids + 1] - offsets[ids]
     max_len = max(int(lens.max()), 1)
     words_max = -(-max_len // 64)
     shared = _shared_bytes(max_len)
-    seq_off = np.zeros(s + 1, dtype=np.int64)
+    seq_off = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum(lens, out=seq_off[1:])
-    order = np.argsort(lens, kind="stable")
-    positions = order[order != 0].astype(np.int32)  # vertex 0 starts the tree
+    group = np.repeat(np.arange(n_groups), sizes)
+    local = np.arange(len(ids), dtype=np.int64) - group_off[group]
+    order = np.lexsort((lens, group))  # by group, then length; ties by index
+    order = order[local[order] != 0]  # each group's vertex 0 starts its tree
+    remaining = sizes - 1
+    done = np.zeros(n_groups, dtype=np.int64)
+    n_live = len(order)
     with cp.cuda.Device(device):
         module = kernels.load("lcs_prim", (), device)
         steps, pack = module.get_function("prim_steps"), module.get_function("prim_pack")
@@ -278,37 +292,68 @@ def prim_mst(
         d_codes = cp.asarray(codes[np.repeat(offsets[ids], lens) + _within(lens)])
         d_seq_off = cp.asarray(seq_off)
         d_pow = cp.asarray(pow075_table(2 * max_len + 1))
-        pos_local = cp.asarray(positions)
-        pos_len = cp.asarray(lens[positions].astype(np.int32))
-        best = cp.full(s - 1, np.inf)
-        via = cp.zeros(s - 1, dtype=cp.int32)
-        in_tree = cp.zeros(s - 1, dtype=cp.uint8)
-        state = cp.zeros(1, dtype=cp.int32)
-        bar = cp.zeros(2, dtype=cp.uint32)
-        edge_a = cp.empty(s - 1, dtype=cp.int32)
-        edge_b = cp.empty(s - 1, dtype=cp.int32)
-        edge_w = cp.empty(s - 1, dtype=cp.float64)
-        step = 0
-        while step < s - 1:
-            n_pos = len(pos_local)
-            pk, sec_off = _packed(pack, d_codes, d_seq_off, pos_local, pos_len, n_sm)
-            end = s - 1 if n_pos <= compact_min else step + n_pos // 2
-            blocks = max(1, min(resident, -(-n_pos // PRIM_THREADS)))
-            part = cp.empty(2 * blocks, dtype=cp.int64)  # kernel's Key: 16 bytes a block
-            scratch_words = words_max * blocks * PRIM_THREADS if words_max > PRIM_REGISTER_WORDS else 1
-            scratch = cp.empty(scratch_words, dtype=cp.uint64)
+        # the remaining vertices, each group's run contiguous and in length order
+        pos = {
+            "seq": cp.asarray(order), "local": cp.asarray(local[order].astype(np.int32)),
+            "len": cp.asarray(lens[order].astype(np.int32)), "best": cp.full(len(order), np.inf),
+            "via": cp.zeros(len(order), dtype=cp.int32),
+        }
+        state = cp.zeros(n_groups, dtype=cp.int32)
+        edge_a = cp.empty(n_edges, dtype=cp.int32)
+        edge_b = cp.empty(n_edges, dtype=cp.int32)
+        edge_w = cp.empty(n_edges, dtype=cp.float64)
+        scratch = cp.empty(words_max * resident * PRIM_THREADS if words_max > PRIM_REGISTER_WORDS else 1, cp.uint64)
+        while remaining.any():
+            chunk = np.flatnonzero(remaining)[:resident]  # at least one block each
+            n_pos = remaining[chunk]
+            end = done[chunk] + np.where(n_pos <= compact_min, n_pos, n_pos // 2)
+            run0 = np.cumsum(remaining) - remaining
+            src, pos0 = _padded_runs(run0[chunk], n_pos)
+            d_src = cp.asarray(src)
+            valid = d_src >= 0
+            at = cp.maximum(d_src, 0)
+            l_seq = cp.where(valid, pos["seq"][at], -1)
+            l_len = cp.where(valid, pos["len"][at], 0).astype(cp.int32)
+            l_local = pos["local"][at]
+            l_best, l_via = pos["best"][at], pos["via"][at]
+            l_in_tree = (~valid).astype(cp.uint8)  # padding never joins
+            pk, sec_off = _packed(pack, d_codes, d_seq_off, l_seq, l_len, n_sm)
+            alloc = np.minimum(1 + (resident - len(chunk)) * n_pos // n_pos.sum(), -(-n_pos // PRIM_THREADS))
+            blk0 = np.concatenate(([0], np.cumsum(alloc))).astype(np.int32)
+            blocks = int(blk0[-1])
+            g_state = state[cp.asarray(chunk)]
             steps(
                 (blocks,), (PRIM_THREADS,),
-                (pk, sec_off, pos_local, pos_len, np.int32(n_pos), d_codes, d_seq_off, d_pow, best, via, in_tree,
-                 state, np.int32(step), np.int32(end), edge_a, edge_b, edge_w, part, bar, scratch),
+                (pk, sec_off, l_local, l_len, d_codes, d_seq_off, d_pow, l_best, l_via, l_in_tree,
+                 cp.asarray(np.repeat(np.arange(len(chunk), dtype=np.int32), alloc)), cp.asarray(blk0),
+                 cp.asarray(pos0), cp.asarray(n_pos.astype(np.int32)), cp.asarray(group_off[chunk]),
+                 cp.asarray(done[chunk].astype(np.int32)), cp.asarray(end.astype(np.int32)),
+                 cp.asarray(group_off[chunk] - chunk), g_state, edge_a, edge_b, edge_w,
+                 cp.empty(2 * blocks, dtype=cp.int64), cp.zeros(2 * len(chunk), dtype=cp.uint32), scratch),
                 shared_mem=shared,
             )
-            step = end
-            if step < s - 1:
-                keep = cp.flatnonzero(in_tree == 0)
-                pos_local, pos_len, best, via = pos_local[keep], pos_len[keep], best[keep], via[keep]
-                in_tree = cp.zeros(len(keep), dtype=cp.uint8)
+            state[cp.asarray(chunk)] = g_state
+            # back into the runs, then drop the vertices that joined
+            back = d_src[valid]
+            pos["best"][back], pos["via"][back] = l_best[valid], l_via[valid]
+            joined = cp.zeros(n_live, dtype=cp.bool_)
+            joined[back] = l_in_tree[valid].astype(cp.bool_)
+            keep = cp.flatnonzero(~joined)
+            pos = {k: v[keep] for k, v in pos.items()}
+            n_live = len(keep)
+            remaining[chunk] -= end - done[chunk]
+            done[chunk] = end
         return edge_a.get().astype(np.int64), edge_b.get().astype(np.int64), edge_w.get()
+
+
+def _padded_runs(run0: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index of each launch position in the runs (-1: padding) with every run padded to a
+    multiple of 32, and each run's first launch position."""
+    padded = -(-n // 32) * 32
+    pos0 = np.concatenate(([0], np.cumsum(padded)))
+    r = np.arange(int(pos0[-1]), dtype=np.int64) - np.repeat(pos0[:-1], padded)
+    src = np.repeat(run0, padded) + r
+    return np.where(r < np.repeat(n, padded), src, -1), pos0[:-1].astype(np.int64)
 
 
 def _shared_bytes(max_len: int) -> int:
@@ -330,16 +375,15 @@ def _resident_blocks(kernel, shared: int) -> int:
     return int(n)
 
 
-def _packed(pack, d_codes, d_seq_off, pos_local: cp.ndarray, pos_len: cp.ndarray, n_sm: int):
-    """Residues of the positions, 16 a uint4, in warp-interleaved sections (see kernels/lcs_prim.cu)."""
-    n_pos = len(pos_local)
-    padded = cp.zeros(-(-n_pos // 32) * 32, dtype=cp.int64)
-    padded[:n_pos] = pos_len
-    sec_words = 128 * ((padded.reshape(-1, 32).max(axis=1) + 15) // 16)
+def _packed(pack, d_codes, d_seq_off, pos_seq: cp.ndarray, pos_len: cp.ndarray, n_sm: int):
+    """Residues of the positions (sequence -1: padding), 16 a uint4, in warp-interleaved sections
+    (see kernels/lcs_prim.cu)."""
+    n_pos = len(pos_seq)
+    sec_words = 128 * ((pos_len.reshape(-1, 32).max(axis=1).astype(cp.int64) + 15) // 16)
     sec_off = cp.zeros(len(sec_words) + 1, dtype=cp.int64)
     cp.cumsum(sec_words, out=sec_off[1:])
     n_words = int(sec_off[-1])
     pk = cp.empty(max(n_words, 1), dtype=cp.uint32)
     blocks = max(1, min(-(-n_words // 256), 32 * n_sm))
-    pack((blocks,), (256,), (d_codes, d_seq_off, pos_local, np.int32(n_pos), sec_off, np.int64(n_words), pk))
+    pack((blocks,), (256,), (d_codes, d_seq_off, pos_seq, np.int64(n_pos), sec_off, np.int64(n_words), pk))
     return pk, sec_off
