@@ -20,6 +20,7 @@ for dask-cuda); this module imports it only when a run asks for it. Above
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import logging
 import os
@@ -92,15 +93,20 @@ def worker_backend(device: str) -> Backend:
     return backend
 
 
-def align_on_worker(input: str, output: str, params: AlignParams, fmt: str) -> FamilyResult:
+def align_on_worker(input: str, output: str, params: AlignParams, fmt: str, cwd: str) -> FamilyResult:
     """The task of one family: :func:`msa.run.align_file` with the worker's warm backend.
 
-    A bad input comes back as a failed FamilyResult (not an exception, so it is
-    not retried); a backend that cannot start raises BackendUnavailable, which
-    ends the run.
+    ``input`` and ``output`` are as the user gave them, relative to the
+    client's directory ``cwd`` (a worker's own is elsewhere); the result names
+    them so. A bad input comes back as a failed FamilyResult (not an
+    exception, so it is not retried); a backend that cannot start raises
+    BackendUnavailable, which ends the run.
     """
+    where, target = os.path.join(cwd, input), os.path.join(cwd, output)
     with _LOCK:
-        return align_file(input, output, params, lambda: worker_backend(params.device), fmt)
+        result = align_file(where, target, params, lambda: worker_backend(params.device), fmt)
+    error = result.error and result.error.replace(where, input).replace(target, output)
+    return dataclasses.replace(result, input=input, output=output, error=error)
 
 
 # --- on the client --------------------------------------------------------------------------
@@ -159,11 +165,11 @@ def _submit_and_collect(
     distributed: Any, client: Any, todo: list[Family], params: AlignParams, fmt: str, progress: Progress,
     on_result: Callable[[FamilyResult], None] | None,
 ) -> Iterator[FamilyResult]:
-    run_id = uuid.uuid4().hex[:8]
+    run_id, cwd = uuid.uuid4().hex[:8], os.getcwd()
     futures = {}
     for rank, family in enumerate(todo):
         future = client.submit(
-            align_on_worker, family.input, family.output, params, fmt,
+            align_on_worker, family.input, family.output, params, fmt, cwd,
             key=f"msa-align-{os.path.basename(family.output)}-{run_id}-{rank}",
             priority=len(todo) - rank, retries=RETRIES, pure=False,
         )
