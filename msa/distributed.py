@@ -93,18 +93,23 @@ def worker_backend(device: str) -> Backend:
     return backend
 
 
-def align_on_worker(input: str, output: str, params: AlignParams, fmt: str, cwd: str) -> FamilyResult:
+def align_on_worker(
+    input: str, output: str, params: AlignParams, fmt: str, cwd: str
+) -> FamilyResult | BackendUnavailable:
     """The task of one family: :func:`msa.run.align_file` with the worker's warm backend.
 
     ``input`` and ``output`` are as the user gave them, relative to the
     client's directory ``cwd`` (a worker's own is elsewhere); the result names
-    them so. A bad input comes back as a failed FamilyResult (not an
-    exception, so it is not retried); a backend that cannot start raises
-    BackendUnavailable, which ends the run.
+    them so. A bad input comes back as a failed FamilyResult, and a backend
+    that cannot start as the BackendUnavailable itself, which ends the run:
+    values, not exceptions, so that Dask does not retry them.
     """
     where, target = os.path.join(cwd, input), os.path.join(cwd, output)
     with _LOCK:
-        result = align_file(where, target, params, lambda: worker_backend(params.device), fmt)
+        try:
+            result = align_file(where, target, params, lambda: worker_backend(params.device), fmt)
+        except BackendUnavailable as exc:
+            return exc
     error = result.error and result.error.replace(where, input).replace(target, output)
     return dataclasses.replace(result, input=input, output=output, error=error)
 
@@ -193,9 +198,10 @@ def _result_of(future: Any, family: Family) -> FamilyResult:
     """The family's result, or failed with the task's one-line error (BackendUnavailable ends the run)."""
     error = future.exception()
     if error is None:
-        return future.result()
-    if isinstance(error, BackendUnavailable):
-        raise error
+        result = future.result()
+        if isinstance(result, BackendUnavailable):
+            raise result
+        return result
     name = type(error).__name__
     return FamilyResult(family.input, family.output, "failed", error=_family_error(family.input, _Named(name, error)))
 
