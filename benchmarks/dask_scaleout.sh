@@ -39,7 +39,7 @@ else
       >"$work/worker$g.log" 2>&1 &
     pids+=($!)
   done
-  trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+  trap 'kill "${pids[@]}" 2>/dev/null || true; wait' EXIT
   address=$(python3 -c "
 import sys, time, json, os
 f = sys.argv[1]
