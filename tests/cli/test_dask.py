@@ -7,6 +7,7 @@ except the one-line error without it.
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import sys
@@ -20,6 +21,9 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "examples" / "examp
 GOOD = {"PF00001.30": (0, 30), "fam_b.fasta": (30, 42), "fam_c.fa": (42, 48), "fam_d.faa": (48, 70)}
 OUTPUT = {"PF00001.30": "PF00001.30.fa", "fam_b.fasta": "fam_b.fa", "fam_c.fa": "fam_c.fa", "fam_d.faa": "fam_d.fa"}
 BAD = {"bad.fa": b">x\nMK1V\n", "empty.fa": b""}
+
+#: Skips before any fixture runs where Dask is not installed (CI installs it with the test extra).
+needs_dask = pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="Dask is not installed")
 
 
 def write_inputs(folder: Path, bad: bool = True) -> list[str]:
@@ -64,6 +68,7 @@ def assert_outputs(out: Path, single: dict[str, bytes]) -> None:
         assert (out / OUTPUT[name]).read_bytes() == single[name], name
 
 
+@needs_dask
 def test_scheduler_run_matches_the_single_process_run(run_msa, single, client, tmp_path: Path) -> None:
     """Good and bad files over 2 workers: identical outputs, the same error lines and exit status."""
     outputs, single_errors = single
@@ -80,6 +85,7 @@ def test_scheduler_run_matches_the_single_process_run(run_msa, single, client, t
     assert_outputs(tmp_path / "out", outputs)
 
 
+@needs_dask
 def test_python_api_on_a_client_keeps_input_order_and_resumes(single, client, tmp_path: Path) -> None:
     from msa import align_files
 
@@ -95,6 +101,7 @@ def test_python_api_on_a_client_keeps_input_order_and_resumes(single, client, tm
     assert len(again.skipped) == len(GOOD) and len(again.failed) == len(BAD) and not again.done
 
 
+@needs_dask
 def test_workers_flag_starts_a_local_cluster(run_msa, single, tmp_path: Path) -> None:
     """--workers 2 (CPU worker processes, started and closed by the run) with --skip-existing."""
     pytest.importorskip("distributed")
@@ -148,6 +155,7 @@ def _kill_once_plugin(marker: str):
     return KillWhileWriting()
 
 
+@needs_dask
 def test_a_killed_worker_loses_nothing(run_msa, single, client, tmp_path: Path) -> None:
     """A worker dies halfway through writing a family: Dask runs the family again on a worker, its
     output is complete and identical, and the dead worker's .part file is gone."""
