@@ -169,6 +169,26 @@ def align(
         bool,
         typer.Option("--skip-existing", help="With -O: skip inputs whose output exists (resumes a run)."),
     ] = False,
+    scheduler: Annotated[
+        Optional[str],
+        typer.Option(
+            "--scheduler",
+            help="With -O: align the families on this Dask cluster (scheduler address, tcp://host:8786); "
+            "its workers must see the inputs and -O at the same paths. Needs msa[dask].",
+        ),
+    ] = None,
+    workers: Annotated[
+        Optional[int],
+        typer.Option(
+            "--workers", min=1,
+            help="With -O: start a local Dask cluster for the run: one worker per GPU (at most N) with "
+            "dask-cuda and a GPU, else N CPU worker processes. Needs msa[dask].",
+        ),
+    ] = None,
+    gpus: Annotated[
+        Optional[int],
+        typer.Option("--gpus", min=1, help="With -O: a local dask-cuda cluster of N GPU workers. Needs msa[dask-gpu]."),
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),
     device: DeviceOpt = DeviceChoice(_D.device),
     threads: ThreadsOpt = _D.threads,
@@ -214,9 +234,10 @@ def align(
         if tree_out is not None and params.tree_file is not None:
             raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
         _check_many_options(inputs, output, output_dir, tree_out, gzip_out, skip_existing)
+        cluster = _check_cluster_options(output_dir, params.device, scheduler, workers, gpus)
         load_matrix(params.matrix)  # an unknown matrix fails before any work
         if output_dir is not None:
-            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress)
+            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster)
             return
         input = inputs[0]
         start = time.perf_counter()
@@ -249,11 +270,26 @@ def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_ou
         raise ValueError("--gzip and --skip-existing go with -O/--output-dir (name the -o file .gz to compress it)")
 
 
+def _check_cluster_options(output_dir, device: str, scheduler, workers, gpus) -> dict | None:
+    """``--scheduler``/``--workers``/``--gpus`` (one, with -O, Dask installed) as run_families_dask's keywords."""
+    given = {k: v for k, v in (("scheduler", scheduler), ("workers", workers), ("gpus", gpus)) if v is not None}
+    if not given:
+        return None
+    if output_dir is None:
+        flags = ", ".join(f"--{k}" for k in given)
+        raise ValueError(f"{flags} with -O/--output-dir DIR only (the workers write the families' outputs there)")
+    from msa.distributed import check_options
+
+    check_options(device, **given)
+    return given
+
+
 def _align_many(
     inputs: list[str], output_dir: str, params: AlignParams, fmt: str, gzip_out: bool, skip_existing: bool,
-    progress: Progress,
+    progress: Progress, cluster: dict | None = None,
 ) -> None:
-    """``align -O``: one backend for every family (msa.run); a failed family is one line, then exit 1."""
+    """``align -O``: one backend for every family (msa.run), or the families on a Dask cluster
+    (msa.distributed); a failed family is one line, then exit 1."""
     from msa.run import FamilyResult, plan_run, run_families
 
     families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip_out)  # a bad -O fails before any work
@@ -267,12 +303,19 @@ def _align_many(
                 f"in {result.seconds:.1f} s"
             )
 
-    with BackendStart(params.device) as backend_start:
-        backend = functools.partial(backend_start.backend, quiet=params.quiet)
-        summary = run_families(
-            families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, progress=progress,
-            on_result=report,
+    if cluster is not None:
+        from msa.distributed import run_families_dask
+
+        summary = run_families_dask(
+            families, params, fmt=fmt, skip_existing=skip_existing, progress=progress, on_result=report, **cluster
         )
+    else:
+        with BackendStart(params.device) as backend_start:
+            backend = functools.partial(backend_start.backend, quiet=params.quiet)
+            summary = run_families(
+                families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, progress=progress,
+                on_result=report,
+            )
     total, failed, skipped = len(summary.results), len(summary.failed), len(summary.skipped)
     parts = [f"{n} {what}" for n, what in ((skipped, "skipped (outputs exist)"), (failed, "failed")) if n]
     progress.note(

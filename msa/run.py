@@ -98,6 +98,8 @@ def align_files(
     gzip: bool = False,
     skip_existing: bool = False,
     backend: BackendLike = None,
+    scheduler: object = None,
+    workers: int | None = None,
     **options: object,
 ) -> RunSummary:
     """Align each input file (or each file of an input directory) into ``output_dir``.
@@ -112,6 +114,10 @@ def align_files(
         skip_existing: leave inputs whose output exists alone (resume a run).
         backend: a started backend, or a function returning one; None starts the
             ``params.device`` backend once, on the first family that needs it.
+        scheduler, workers: a Dask cluster's scheduler address (or a
+            ``distributed.Client``), or a number of local workers to start:
+            the families go to Dask workers, each with its own backend
+            (:func:`msa.distributed.run_families_dask`; needs ``msa[dask]``).
 
     Returns:
         A RunSummary; a family that failed has its one-line error there and
@@ -125,6 +131,14 @@ def align_files(
         (2, [])
     """
     params = (params or AlignParams()).with_(**options)
+    if scheduler is not None or workers is not None:
+        from msa.distributed import check_options, run_families_dask
+
+        check_options(params.device, scheduler, workers)
+        families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip)
+        return run_families_dask(
+            families, params, fmt=fmt, skip_existing=skip_existing, scheduler=scheduler, workers=workers
+        )
     families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip)
     return run_families(families, params, fmt=fmt, skip_existing=skip_existing, backend=backend)
 

@@ -1,0 +1,200 @@
+"""``msa align IN... -O DIR --scheduler ADDRESS | --workers N``: the families on Dask workers.
+
+Each output must be byte-identical to the single-process run's, the summary the
+same, and a worker that dies must lose nothing. One LocalCluster (2 worker
+processes of one thread) serves the module; the tests skip where Dask is absent,
+except the one-line error without it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "examples" / "example.fa"
+
+#: Good families (input name -> records of the example, 6 to 30 sequences) and their output names.
+GOOD = {"PF00001.30": (0, 30), "fam_b.fasta": (30, 42), "fam_c.fa": (42, 48), "fam_d.faa": (48, 70)}
+OUTPUT = {"PF00001.30": "PF00001.30.fa", "fam_b.fasta": "fam_b.fa", "fam_c.fa": "fam_c.fa", "fam_d.faa": "fam_d.fa"}
+BAD = {"bad.fa": b">x\nMK1V\n", "empty.fa": b""}
+
+#: Skips before any fixture runs where Dask is not installed (CI installs it with the test extra).
+needs_dask = pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="Dask is not installed")
+
+
+def write_inputs(folder: Path, bad: bool = True) -> list[str]:
+    """The good (and bad) families in ``folder``; their names, sorted."""
+    records = [b">" + r for r in EXAMPLE.read_bytes().split(b">")[1:]]
+    for name, (lo, hi) in GOOD.items():
+        (folder / name).write_bytes(b"".join(records[lo:hi]))
+    if bad:
+        for name, data in BAD.items():
+            (folder / name).write_bytes(data)
+    return sorted([*GOOD, *BAD] if bad else GOOD)
+
+
+def error_lines(stderr: bytes) -> list[str]:
+    return [line for line in stderr.decode().splitlines() if line.startswith("msa: error: ")]
+
+
+@pytest.fixture(scope="module")
+def single(run_msa, tmp_path_factory) -> tuple[dict[str, bytes], list[str]]:
+    """The single-process run (``-O``) of the good and bad families: each output's bytes, the error lines."""
+    cwd = tmp_path_factory.mktemp("single")
+    inputs = write_inputs(cwd)
+    result = run_msa("align", *inputs, "-O", "out", "--device", "cpu", cwd=cwd)
+    assert result.returncode == 1, result.stderr.decode()
+    outputs = {name: (cwd / "out" / OUTPUT[name]).read_bytes() for name in GOOD}
+    return outputs, error_lines(result.stderr)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A client of one LocalCluster for the module: 2 worker processes, one thread each."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def assert_outputs(out: Path, single: dict[str, bytes]) -> None:
+    assert sorted(os.listdir(out)) == sorted(OUTPUT.values())  # nothing for bad inputs, no .part file
+    for name in GOOD:
+        assert (out / OUTPUT[name]).read_bytes() == single[name], name
+
+
+@needs_dask
+def test_scheduler_run_matches_the_single_process_run(run_msa, single, client, tmp_path: Path) -> None:
+    """Good and bad files over 2 workers: identical outputs, the same error lines and exit status."""
+    outputs, single_errors = single
+    inputs = write_inputs(tmp_path)
+    result = run_msa("align", *inputs, "-O", "out", "--device", "cpu", "--scheduler", client.scheduler.address,
+                     cwd=tmp_path)
+    err = result.stderr.decode()
+    assert result.returncode == 1 and result.stdout == b"" and "Traceback" not in err, err
+    lines = error_lines(result.stderr)
+    # Failures are reported as they end (the order may differ); the last line is the count.
+    assert sorted(lines[:-1]) == sorted(single_errors[:-1]) and lines[-1] == single_errors[-1], err
+    assert len(lines) == len(BAD) + 1 and lines[-1] == f"msa: error: {len(BAD)} of {len(inputs)} families failed"
+    assert f"aligned {len(GOOD)} of {len(inputs)} families" in err
+    assert_outputs(tmp_path / "out", outputs)
+
+
+@needs_dask
+def test_python_api_on_a_client_keeps_input_order_and_resumes(single, client, tmp_path: Path) -> None:
+    from msa import align_files
+
+    outputs, _ = single
+    inputs = [tmp_path / name for name in write_inputs(tmp_path)]
+    summary = align_files(inputs, tmp_path / "out", scheduler=client, device="cpu")
+    assert [Path(r.input).name for r in summary.results] == [p.name for p in inputs]  # input order
+    assert sorted(Path(r.input).name for r in summary.failed) == sorted(BAD)
+    assert all(r.error and r.error.startswith(r.input + ": ") for r in summary.failed)
+    assert len(summary.done) == len(GOOD) and not summary.skipped
+    assert_outputs(tmp_path / "out", outputs)
+    again = align_files(inputs, tmp_path / "out", scheduler=client.scheduler.address, skip_existing=True, device="cpu")
+    assert len(again.skipped) == len(GOOD) and len(again.failed) == len(BAD) and not again.done
+
+
+@needs_dask
+def test_workers_flag_starts_a_local_cluster(run_msa, single, tmp_path: Path) -> None:
+    """--workers 2 (CPU worker processes, started and closed by the run) with --skip-existing."""
+    pytest.importorskip("distributed")
+    outputs, _ = single
+    inputs = write_inputs(tmp_path, bad=False)
+    (tmp_path / "out").mkdir()
+    kept = tmp_path / "out" / OUTPUT[inputs[0]]
+    kept.write_bytes(b"kept as it is\n")
+    result = run_msa("align", *inputs, "-O", "out", "--device", "cpu", "--workers", "2", "--skip-existing",
+                     cwd=tmp_path)
+    err = result.stderr.decode()
+    assert result.returncode == 0 and "msa: error" not in err and "Traceback" not in err, err
+    assert f"aligned {len(GOOD) - 1} of {len(GOOD)} families" in err and "1 skipped" in err, err
+    assert kept.read_bytes() == b"kept as it is\n"
+    kept.write_bytes(outputs[inputs[0]])
+    assert_outputs(tmp_path / "out", outputs)
+
+
+def _kill_once_plugin(marker: str):
+    """A worker plugin (test-only) that kills its worker process while it writes the first output:
+    ``marker`` (made atomically) names the ``.part`` file it left. Defined in a function so that
+    cloudpickle sends it by value."""
+    from distributed import WorkerPlugin
+
+    class KillWhileWriting(WorkerPlugin):
+        name = "msa-test-kill-once"
+
+        def setup(self, worker) -> None:
+            import msa.run
+
+            original = self.original = msa.run.write_alignment
+
+            def write_then_die(out, aligned, fmt):
+                try:
+                    fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+                except FileExistsError:  # killed once already
+                    return original(out, aligned, fmt)
+                out.write(b">half an alignment\nMKV")
+                out.flush()
+                os.write(fd, os.readlink(f"/proc/self/fd/{out.fileno()}").encode())  # the .part file (Linux)
+                os.close(fd)
+                os._exit(1)
+
+            msa.run.write_alignment = write_then_die
+
+        def teardown(self, worker) -> None:
+            import msa.run
+
+            msa.run.write_alignment = self.original
+
+    return KillWhileWriting()
+
+
+@needs_dask
+def test_a_killed_worker_loses_nothing(run_msa, single, client, tmp_path: Path) -> None:
+    """A worker dies halfway through writing a family: Dask runs the family again on a worker, its
+    output is complete and identical, and the dead worker's .part file is gone."""
+    outputs, _ = single
+    inputs = write_inputs(tmp_path, bad=False)
+    marker = tmp_path / "killed"
+    client.register_plugin(_kill_once_plugin(str(marker)))
+    try:
+        result = run_msa("align", *inputs, "-O", "out", "--device", "cpu", "--scheduler",
+                         client.scheduler.address, cwd=tmp_path)
+    finally:
+        client.unregister_worker_plugin("msa-test-kill-once")
+    err = result.stderr.decode()
+    assert result.returncode == 0 and "msa: error" not in err, err
+    assert f"aligned {len(GOOD)} of {len(GOOD)} families" in err
+    part = Path(marker.read_text())  # a worker did die while writing this one
+    assert part.parent == tmp_path / "out" and part.name.endswith(".part") and not part.exists()
+    assert_outputs(tmp_path / "out", outputs)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workers", "2"], "--workers needs Dask: pip install 'msa[dask]'"),
+        (["--scheduler", "tcp://127.0.0.1:8786"], "--scheduler needs Dask: pip install 'msa[dask]'"),
+        (["--gpus", "2"], "--gpus needs Dask: pip install 'msa[dask]'"),
+    ],
+)
+def test_cluster_flags_without_dask_are_one_line_errors(monkeypatch, capsys, tmp_path: Path, args, message) -> None:
+    from msa.cli import app
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.fa").write_bytes(b">a\nMKV\n>b\nMKLV\n")
+    with pytest.raises(SystemExit) as exit_info:
+        app(["align", "a.fa", "-O", "out", *args], prog_name="msa")
+    assert exit_info.value.code == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"msa: error: {message}\n"
+    assert os.listdir(tmp_path) == ["a.fa"]  # before any work: no output directory
