@@ -37,10 +37,10 @@ __device__ __forceinline__ Tile tile_at(long long t, const long long* tile_row, 
     return x;
 }
 
-// Zero then fill the masks of sequence a (stride W words per residue code).
+// Zero then fill the masks of sequence a (stride W words per residue code, `rows` rows).
 __device__ __forceinline__ void build_masks(u64* m, long long words, const unsigned char* codes,
-                                            long long start, long long la) {
-    for (long long k = threadIdx.x; k < LCS_ALPHA * words; k += blockDim.x) m[k] = 0ull;
+                                            long long start, long long la, int rows = LCS_ALPHA) {
+    for (long long k = threadIdx.x; k < rows * words; k += blockDim.x) m[k] = 0ull;
     __syncthreads();
     for (long long p = threadIdx.x; p < la; p += blockDim.x) {
         const unsigned c = codes[start + p];
@@ -82,23 +82,35 @@ __device__ __forceinline__ long long lcs_scratch(const u64* masks, long long wor
     return lcs;
 }
 
+// Rows of at most LCS_CHAIN_MAX words read their column sequences from the packed layout
+// (lcs_core.cuh; positions: each group's members, its run starting at grp_pos0[g], a
+// multiple of 32, and tiles start at a multiple of 32 so a warp reads one section), masks of
+// LCS_ROWS rows; longer rows read bytes, masks of LCS_ALPHA rows.
 template <int W>
 __device__ __forceinline__ void lcs_tiles(const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
                                           const long long* __restrict__ group_off, const long long* __restrict__ out_off,
                                           const long long* __restrict__ row_group, const long long* __restrict__ row_index,
                                           const long long* __restrict__ tile_row, const long long* __restrict__ tile_j0,
                                           long long n_tiles, const double* __restrict__ pow075,
-                                          double* __restrict__ out) {
+                                          double* __restrict__ out, const uint4* __restrict__ pk4,
+                                          const long long* __restrict__ sec_off, const long long* __restrict__ grp_pos0) {
     extern __shared__ u64 masks[];
+    constexpr bool packed = W <= LCS_CHAIN_MAX;
     for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
         const Tile x = tile_at(t, tile_row, tile_j0, row_group, row_index, group_off, out_off, seq_off);
         __syncthreads();  // the previous tile's threads are done with the masks
-        build_masks(masks, W, codes, seq_off[x.a], x.la);
+        build_masks(masks, W, codes, seq_off[x.a], x.la, packed ? LCS_ROWS : LCS_ALPHA);
         const long long j = x.j0 + threadIdx.x;
-        if (j >= x.s) continue;
+        if (j <= x.i || j >= x.s) continue;
         const long long b = x.base + j;
         const long long lo = seq_off[b], hi = seq_off[b + 1];
-        const long long lcs = lcs_registers<W>(masks, codes, lo, hi, x.la);
+        long long lcs;
+        if constexpr (packed) {
+            const long long P = grp_pos0[x.g] + j;
+            lcs = lcs_packed<W>(masks, pk4 + sec_off[P >> 5] / 4 + (P & 31), (int)((hi - lo + 15) >> 4), x.la);
+        } else {
+            lcs = lcs_registers<W>(masks, codes, lo, hi, x.la);
+        }
         out[x.o + j] = lcs_distance(lcs, x.la, hi - lo, pow075);
     }
 }
@@ -108,8 +120,11 @@ __device__ __forceinline__ void lcs_tiles(const unsigned char* __restrict__ code
         const long long *row_group, const long long *row_index, const long long *tile_row, const long long *tile_j0, \
         long long n_tiles, const double *pow075, double *out
 #define LCS_PASS codes, seq_off, group_off, out_off, row_group, row_index, tile_row, tile_j0, n_tiles, pow075, out
-#define LCS_ENTRY(W) \
-    extern "C" __global__ void lcs_tiles_##W(LCS_ARGS) { lcs_tiles<W>(LCS_PASS); }
+#define LCS_ENTRY(W)                                                                                   \
+    extern "C" __global__ void lcs_tiles_##W(LCS_ARGS, const uint4* pk4, const long long* sec_off,        \
+                                             const long long* grp_pos0) {                                   \
+        lcs_tiles<W>(LCS_PASS, pk4, sec_off, grp_pos0);                                                     \
+    }
 
 // Word counts with a register kernel; a row of `words` goes to the smallest W >= words
 // (keep in step with cuda.LCS_WORDS).

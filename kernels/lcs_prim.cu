@@ -17,48 +17,10 @@
 //
 // Positions are each group's remaining vertices sorted by length, the group's run starting
 // at a multiple of 32, packed 16 residues a uint4 in warp-interleaved sections:
-// pk4[sec_off[P / 32] / 4 + q * 32 + P % 32] holds residues 16q..16q+15 of position P (4 a
-// word, low byte first, padded with PRIM_PAD), so a warp's load is one 512-byte run, and
-// each thread loads the next uint4 while it works on this one. Masks are 32 rows (codes
-// 0..31) of W words; rows 20..31 stay zero, and a zero mask leaves V unchanged, so padding
-// and non-matching residues need no branch.
+// (lcs_core.cuh's packed layout, built by lcs_pack), so a warp's load is one 512-byte run.
 
 #include "lcs_core.cuh"
 
-#define PRIM_ROWS 32  // mask rows: every value of (code & 31)
-#define PRIM_PAD 31u  // padding code of the packed residues (a zero mask row)
-
-// LCS of cur (masks of W words in shared memory) with the packed position at pk4 (stride 32
-// uint4), nq uint4 of residues; V in registers. The next uint4 is loaded a whole uint4
-// ahead and each residue's masks one residue ahead, so neither load waits on V's chain.
-template <int W>
-__device__ __forceinline__ long long prim_lcs(const u64* masks, const uint4* __restrict__ pk4, int nq,
-                                              long long la) {
-    u64 v[W];
-#pragma unroll
-    for (int w = 0; w < W; ++w) v[w] = ~0ull;
-    uint4 next = nq > 0 ? __ldg(&pk4[0]) : make_uint4(0u, 0u, 0u, 0u);
-    u64 m[W];
-    load_masks<W>(m, masks + (next.x & 31u) * W);
-    for (int q = 0; q < nq; ++q) {
-        const unsigned x[4] = {next.x, next.y, next.z, next.w};
-        if (q + 1 < nq) next = __ldg(&pk4[(q + 1) * 32]);
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
-            // the residue after r: in this uint4, or the first of the next one
-            const unsigned c = r < 15 ? (x[(r + 1) >> 2] >> (8 * ((r + 1) & 3))) & 31u : next.x & 31u;
-            u64 m_next[W];
-            load_masks<W>(m_next, masks + c * W);
-            lcs_step_loaded<W>(v, m);
-#pragma unroll
-            for (int w = 0; w < W; ++w) m[w] = m_next[w];
-        }
-    }
-    long long lcs = 0;
-#pragma unroll
-    for (int w = 0; w < W; ++w) lcs += count_lcs(v[w], w, la);
-    return lcs;
-}
 
 // The same for any W, V in v[w * stride] (global scratch).
 __device__ __forceinline__ long long prim_lcs_scratch(const u64* masks, long long words,
@@ -80,14 +42,14 @@ __device__ __forceinline__ long long prim_lcs_scratch(const u64* masks, long lon
 __device__ __forceinline__ long long prim_dispatch(int words, const u64* masks, const uint4* pk, int nq,
                                                    long long la, u64* scratch, long long stride) {
     switch (words) {
-        case 1: return prim_lcs<1>(masks, pk, nq, la);
-        case 2: return prim_lcs<2>(masks, pk, nq, la);
-        case 3: return prim_lcs<3>(masks, pk, nq, la);
-        case 4: return prim_lcs<4>(masks, pk, nq, la);
-        case 5: return prim_lcs<5>(masks, pk, nq, la);
-        case 6: return prim_lcs<6>(masks, pk, nq, la);
-        case 7: return prim_lcs<7>(masks, pk, nq, la);
-        case 8: return prim_lcs<8>(masks, pk, nq, la);
+        case 1: return lcs_packed<1>(masks, pk, nq, la);
+        case 2: return lcs_packed<2>(masks, pk, nq, la);
+        case 3: return lcs_packed<3>(masks, pk, nq, la);
+        case 4: return lcs_packed<4>(masks, pk, nq, la);
+        case 5: return lcs_packed<5>(masks, pk, nq, la);
+        case 6: return lcs_packed<6>(masks, pk, nq, la);
+        case 7: return lcs_packed<7>(masks, pk, nq, la);
+        case 8: return lcs_packed<8>(masks, pk, nq, la);
         default: return prim_lcs_scratch(masks, words, pk, nq, la, scratch, stride);
     }
 }
@@ -157,7 +119,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) prim_steps(
         const int cur = __ldcg(&state[g]);
         const long long a0 = seq_off[s0 + cur], la = seq_off[s0 + cur + 1] - a0;
         const int words = la > 64 ? (int)((la + 63) >> 6) : 1;
-        for (int k = threadIdx.x; k < PRIM_ROWS * words; k += blockDim.x) masks[k] = 0ull;
+        for (int k = threadIdx.x; k < LCS_ROWS * words; k += blockDim.x) masks[k] = 0ull;
         __syncthreads();
         for (long long p = threadIdx.x; p < la; p += blockDim.x) {
             const unsigned c = codes[a0 + p];
@@ -216,35 +178,5 @@ extern "C" __global__ void __launch_bounds__(256, 3) prim_steps(
             __threadfence();
         }
         __syncthreads();
-    }
-}
-
-// pk (as 32-bit words) of positions 0..n_pos holding sequences pos_seq (-1: padding), one
-// thread a word: section s = P / 32 spans words sec_off[s] .. sec_off[s + 1], 128 words
-// (32 uint4) per 16 residues of its longest position.
-extern "C" __global__ void prim_pack(const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
-                                     const long long* __restrict__ pos_seq, long long n_pos,
-                                     const long long* __restrict__ sec_off, long long n_words,
-                                     unsigned* __restrict__ pk) {
-    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n_words;
-         t += (long long)gridDim.x * blockDim.x) {
-        long long lo = 0, hi = (n_pos + 31) / 32;  // the section of word t
-        while (hi - lo > 1) {
-            const long long mid = (lo + hi) / 2;
-            if (sec_off[mid] <= t) lo = mid; else hi = mid;
-        }
-        const long long r = t - sec_off[lo];
-        const long long q = r / 128, lane = (r / 4) & 31, first = 16 * q + 4 * (r & 3);
-        const long long P = lo * 32 + lane;
-        unsigned word = PRIM_PAD | (PRIM_PAD << 8) | (PRIM_PAD << 16) | (PRIM_PAD << 24);
-        const long long seq = P < n_pos ? pos_seq[P] : -1;
-        if (seq >= 0) {
-            const long long start = seq_off[seq], len = seq_off[seq + 1] - start;
-            for (int k = 0; k < 4; ++k) {
-                const long long i = first + k;
-                if (i < len) word = (word & ~(0xffu << (8 * k))) | ((unsigned)codes[start + i] << (8 * k));
-            }
-        }
-        pk[t] = word;
     }
 }

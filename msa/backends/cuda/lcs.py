@@ -75,6 +75,11 @@ class LcsStage(DeviceStage):
         module = kernels.load("lcs_distance", (), self.device)
         lens, d_codes, d_seq_off = sequences_on_device(codes, offsets, ids)
         plan = _lcs_tiles(group_off, lens)
+        src, grp_pos0 = _padded_runs(group_off[:-1], np.diff(group_off))
+        d_src = cp.asarray(src)
+        pos_len = cp.where(d_src >= 0, cp.asarray(lens)[cp.maximum(d_src, 0)], 0).astype(cp.int32)
+        pk, sec_off = _packed(module.get_function("lcs_pack"), d_codes, d_seq_off, d_src, pos_len, self.n_sm)
+        packed = (pk, sec_off, cp.asarray(grp_pos0))
         out = cp.empty(int(plan["out_off"][-1]), dtype=cp.float64)
         d = {k: cp.asarray(plan[k]) for k in ("group_off", "out_off", "row_group", "row_index", "tile_row", "tile_j0")}
         args = (d_codes, d_seq_off, d["group_off"], d["out_off"], d["row_group"], d["row_index"])
@@ -83,7 +88,7 @@ class LcsStage(DeviceStage):
             lo, hi = int(bounds[k]), int(bounds[k + 1])
             if lo < hi:
                 tiles = (d["tile_row"][lo:hi], d["tile_j0"][lo:hi], np.int64(hi - lo), d_pow, out)
-                self._lcs_launch(module, "lcs_tiles", k, (*args, *tiles), hi - lo, int(plan["long_words"]))
+                self._lcs_launch(module, "lcs_tiles", k, (*args, *tiles), hi - lo, int(plan["long_words"]), packed)
         return out.get()
 
     def lcs_nearest_sample(
@@ -177,13 +182,18 @@ class LcsStage(DeviceStage):
         out[order], out_d[order] = best.get(), best_d.get()
         return out, out_d
 
-    def _lcs_launch(self, module, prefix: str, k: int, args: tuple, n_tiles: int, long_words: int) -> None:
+    def _lcs_launch(
+        self, module, prefix: str, k: int, args: tuple, n_tiles: int, long_words: int, packed: tuple = ()
+    ) -> None:
         """Launch ``prefix``'s kernel of word class ``k`` over ``n_tiles`` tiles (the last class: ``prefix_long``,
-        masks in shared or global memory, V in a global scratch of at most LCS_LONG_SCRATCH bytes)."""
+        masks in shared or global memory, V in a global scratch of at most LCS_LONG_SCRATCH bytes).
+        ``packed``: the packed-layout arguments of lcs_tiles_<W> (its rows of at most
+        PRIM_REGISTER_WORDS words read them, with LCS_ROWS mask rows)."""
         blocks = min(n_tiles, LCS_BLOCKS_PER_SM * self.n_sm)
         if k < len(LCS_WORDS):
             w = int(LCS_WORDS[k])
-            module.get_function(f"{prefix}_{w}")((blocks,), (LCS_THREADS,), args, shared_mem=20 * w * 8)
+            rows = LCS_ROWS if packed and w <= PRIM_REGISTER_WORDS else 20
+            module.get_function(f"{prefix}_{w}")((blocks,), (LCS_THREADS,), (*args, *packed), shared_mem=rows * w * 8)
             return
         blocks = max(1, min(blocks, LCS_LONG_SCRATCH // (8 * long_words * LCS_THREADS)))
         scratch = cp.empty(long_words * blocks * LCS_THREADS, dtype=cp.uint64)
@@ -211,13 +221,14 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
     sizes = np.diff(group_off)
     row_group, row_index, out_off = condensed_rows(group_off)
     n_rows = len(row_group)
-    row_tiles = -(-(sizes[row_group] - 1 - row_index) // LCS_THREADS)
+    first_j = (row_index + 1) // 32 * 32  # tiles start on a packed section
+    row_tiles = -(-(sizes[row_group] - first_j) // LCS_THREADS)
     words = np.maximum(-(-lens[group_off[row_group] + row_index] // 64), 1)
     row_class = np.searchsorted(LCS_WORDS, words)
     n_tiles = int(row_tiles.sum())
     tile_row = np.repeat(np.arange(n_rows, dtype=np.int64), row_tiles)
     first = np.repeat(np.cumsum(row_tiles) - row_tiles, row_tiles)
-    tile_j0 = row_index[tile_row] + 1 + LCS_THREADS * (np.arange(n_tiles, dtype=np.int64) - first)
+    tile_j0 = first_j[tile_row] + LCS_THREADS * (np.arange(n_tiles, dtype=np.int64) - first)
     order = np.argsort(row_class[tile_row], kind="stable")
     class_off = np.zeros(len(LCS_WORDS) + 2, dtype=np.int64)
     np.cumsum(np.bincount(row_class[tile_row], minlength=len(LCS_WORDS) + 1), out=class_off[1:])
@@ -238,9 +249,9 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
 
 #: Threads per block of prim_steps (its __launch_bounds__ says the same).
 PRIM_THREADS = 256
-#: Mask rows in shared memory (kernels/lcs_prim.cu PRIM_ROWS): every value of code & 31.
-PRIM_ROWS = 32
-#: Largest mask table (PRIM_ROWS x words x 8 bytes) kept in shared memory; longer
+#: Mask rows of the packed kernels (kernels/lcs_core.cuh LCS_ROWS): every value of code & 31.
+LCS_ROWS = 32
+#: Largest mask table (LCS_ROWS x words x 8 bytes) kept in shared memory; longer
 #: sequences (~50k residues) leave the group to the CPU.
 PRIM_SHARED_MAX = 200 * 1024
 #: Groups of at most this many remaining vertices run to the end without compaction.
@@ -286,7 +297,7 @@ def prim_msts(
     n_live = len(order)
     with cp.cuda.Device(device):
         module = kernels.load("lcs_prim", (), device)
-        steps, pack = module.get_function("prim_steps"), module.get_function("prim_pack")
+        steps, pack = module.get_function("prim_steps"), module.get_function("lcs_pack")
         steps.max_dynamic_shared_size_bytes = shared
         resident = _resident_blocks(steps, shared) * n_sm
         d_codes = cp.asarray(codes[np.repeat(offsets[ids], lens) + _within(lens)])
@@ -357,7 +368,7 @@ def _padded_runs(run0: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _shared_bytes(max_len: int) -> int:
-    return PRIM_ROWS * max(-(-max_len // 64), 1) * 8
+    return LCS_ROWS * max(-(-max_len // 64), 1) * 8
 
 
 def _within(lens: np.ndarray) -> np.ndarray:
