@@ -54,10 +54,90 @@ class AlignedRows:
 
         return gapped_rows(self.distinct, self.columns, self.width, self._ids(0, len(self.names)))
 
-    def row(self, i: int) -> str:
+    def rows_of(self, lo: int, hi: int) -> np.ndarray:
+        """The ``(hi - lo, width)`` uint8 rows of records ``lo..hi`` (a block, for writers)."""
         from msa.rows import gapped_rows
 
-        return gapped_rows(self.distinct, self.columns, self.width, self._ids(i, i + 1))[0].tobytes().decode("ascii")
+        return gapped_rows(self.distinct, self.columns, self.width, self._ids(lo, hi))
+
+    def row(self, i: int) -> str:
+        return self.rows_of(i, i + 1)[0].tobytes().decode("ascii")
+
+    def record_columns(self, i: int) -> np.ndarray:
+        """The columns of record ``i``'s residues."""
+        s = int(self._ids(i, i + 1)[0])
+        return self.columns[self.distinct.offsets[s] : self.distinct.offsets[s + 1]]
+
+    @classmethod
+    def from_text(cls, names: list[str], descriptions: list[str], text: np.ndarray, offsets: np.ndarray,
+                  columns: np.ndarray, width: int) -> "AlignedRows":
+        """An alignment read from a file: ``text[offsets[i]:offsets[i+1]]`` is row ``i``'s bytes
+        (gaps included, at columns ``columns`` of the same layout); gaps are dropped here."""
+        res = ~_GAP_TABLE[text]
+        new_offsets = np.concatenate(([0], np.cumsum(res)))[offsets]
+        db = SeqDB.from_arrays(names, descriptions, text[res], new_offsets)
+        return cls(names, descriptions, db, np.asarray(columns, dtype=np.int64)[res], int(width))
+
+    @staticmethod
+    def concat(parts: list["AlignedRows"], columns: list[np.ndarray], width: int) -> "AlignedRows":
+        """The records of ``parts`` one after another, each part's residues at ``columns[k]``."""
+        names = [n for p in parts for n in p.names]
+        descriptions = [d for p in parts for d in p.descriptions]
+        dbs = [p.distinct if p.index is None else p.distinct.subset(p.index) for p in parts]
+        cols = [c if p.index is None else c[_ranges_of(p)] for p, c in zip(parts, columns)]
+        shift = np.cumsum([0] + [int(d.offsets[-1]) for d in dbs[:-1]])
+        offsets = np.concatenate([[0]] + [d.offsets[1:] + k for d, k in zip(dbs, shift)])
+        db = SeqDB(names, descriptions, np.concatenate([d.residues for d in dbs]), offsets,
+                   np.concatenate([d.codes for d in dbs]))
+        return AlignedRows(names, descriptions, db, np.concatenate(cols).astype(np.int64), int(width))
+
+
+def _ranges_of(aligned: AlignedRows) -> np.ndarray:
+    from msa.seqdb import _ranges
+
+    db = aligned.distinct
+    return _ranges(db.offsets[aligned.index], db.lengths[aligned.index])
+
+
+_GAP_TABLE = np.zeros(256, dtype=bool)
+_GAP_TABLE[np.frombuffer(GAP_BYTES, dtype=np.uint8)] = True
+
+
+def insert_columns(
+    width: int, anchors: np.ndarray, slot: np.ndarray, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Widen a ``width``-column alignment with new columns for inserted residues.
+
+    ``anchors`` are the (sorted) columns that inserts are placed against; slot
+    ``s`` lies just before anchor ``s`` (slot ``len(anchors)`` at the end), and
+    an insert of rank ``r`` in its slot (its ``r``-th residue there, in its row)
+    goes to the slot's ``r``-th new column: inserts are left-justified, and
+    each slot gets as many new columns as its longest insert. Used by the
+    A3M reader (anchors: the match columns) and ``msa add`` (anchors: the
+    profile's columns). Returns ``(old, new, new_width)``: the new column of
+    every old column, and of every insert.
+
+    Example:
+        >>> old, new, w = insert_columns(3, np.array([0, 2]), np.array([1, 1, 2]), np.array([0, 1, 0]))
+        >>> old.tolist(), new.tolist(), w
+        ([0, 1, 4], [2, 3, 5], 6)
+    """
+    anchors = np.asarray(anchors, dtype=np.int64)
+    slot = np.asarray(slot, dtype=np.int64)
+    k = len(anchors)
+    extra = np.zeros(k + 1, dtype=np.int64)
+    if len(slot):
+        np.maximum.at(extra, slot, np.asarray(rank, dtype=np.int64) + 1)
+    before = np.zeros(k + 2, dtype=np.int64)
+    np.cumsum(extra, out=before[1:])  # before[s]: new columns of slots < s
+    o = np.arange(width, dtype=np.int64)
+    cnt = np.searchsorted(anchors, o)  # anchors left of o
+    is_anchor = np.zeros(width, dtype=bool)
+    is_anchor[anchors] = True
+    old = o + before[cnt + is_anchor]
+    at = np.append(anchors, width)
+    new = at[slot] + before[slot] + rank
+    return old, new, int(width + before[k + 1])
 
 
 def check_alignment(

@@ -1,4 +1,4 @@
-"""The ``msa`` command: align, tree, score.
+"""The ``msa`` command: align, add, merge, tree, score.
 
 Every default comes from ``AlignParams`` (one source of truth). Expected
 failures (bad input, missing files, no GPU) end in one ``msa: error: ...``
@@ -360,6 +360,110 @@ def _output_note(output: str | None, nbytes: int | None) -> str:
     return text
 
 
+InFormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--in-format",
+        help="Format of the existing alignment(s): auto (.a2m/.a3m by name, else aligned FASTA; "
+        "A3M when rows differ in width and have lower-case inserts), fasta, a2m, a3m, or any "
+        "format Biopython's Bio.Align reads (clustal, stockholm, phylip, ...).",
+    ),
+]
+OutputOpt = Annotated[
+    Optional[str], typer.Option("--output", "-o", help="Output file ('.gz' compresses); stdout if omitted.")
+]
+MatrixOpt = Annotated[
+    str, typer.Option("--matrix", "-m", help="Substitution matrix: PFASUM43, BLOSUM62, VTML200, PAM250, ...")
+]
+GapOpenOpt = Annotated[float, typer.Option("--gap-open", min=0.0, help="Gap-open cost.")]
+GapExtendOpt = Annotated[float, typer.Option("--gap-extend", min=0.0, help="Gap-extension cost.")]
+TerminalGapOpt = Annotated[float, typer.Option("--terminal-gap", min=0.0, help="Cost of each gap at a sequence end.")]
+
+
+@app.command()
+def merge(
+    first: Annotated[str, typer.Argument(metavar="A", help="An alignment (aligned FASTA, A2M/A3M, or --in-format).")],
+    second: Annotated[str, typer.Argument(metavar="B", help="The alignment to align to A.")],
+    output: OutputOpt = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),
+    in_format: InFormatOpt = "auto",
+    device: DeviceOpt = DeviceChoice(_D.device),
+    threads: ThreadsOpt = _D.threads,
+    matrix: MatrixOpt = _D.matrix,
+    gap_open: GapOpenOpt = _D.gap_open,
+    gap_extend: GapExtendOpt = _D.gap_extend,
+    terminal_gap: TerminalGapOpt = _D.terminal_gap,
+    quiet: QuietOpt = _D.quiet,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Align two alignments to each other (profile-profile): A's rows then B's, each side's columns in order."""
+    with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
+        params = _params(matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
+                         threads=threads, device=device, quiet=quiet)
+        load_matrix(params.matrix)
+        from msa.io.formats import read_alignment
+
+        with BackendStart(params.device) as backend_start:
+            with progress.stage("reading"):
+                a, b = read_alignment(first, in_format), read_alignment(second, in_format)
+            with open_output(output) as out:
+                from msa.merge import merge_alignments
+                from msa.pipeline import _set_threads
+
+                _set_threads(params.threads)
+                merged = merge_alignments(a, b, params, backend_start.backend(quiet=quiet))
+                with progress.stage("writing"):
+                    write_alignment(out, merged, fmt.value)
+        progress.note(f"merged {len(a.names)} + {len(b.names)} rows of {a.width} and {b.width} columns "
+                      f"into {merged.width} columns")
+
+
+@app.command()
+def add(
+    existing: Annotated[str, typer.Argument(metavar="EXISTING", help="The alignment to add to (aligned FASTA, A2M/A3M, or --in-format).")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="Protein FASTA of the sequences to add (gaps removed); '-' reads stdin.")],
+    output: OutputOpt = None,
+    keep_length: Annotated[
+        bool,
+        typer.Option("--keep-length", help="Keep the existing columns as they are: residues of new sequences "
+                     "that would need a new column are left out (MAFFT's --keeplength)."),
+    ] = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),
+    in_format: InFormatOpt = "auto",
+    device: DeviceOpt = DeviceChoice(_D.device),
+    threads: ThreadsOpt = _D.threads,
+    matrix: MatrixOpt = _D.matrix,
+    gap_open: GapOpenOpt = _D.gap_open,
+    gap_extend: GapExtendOpt = _D.gap_extend,
+    terminal_gap: TerminalGapOpt = _D.terminal_gap,
+    quiet: QuietOpt = _D.quiet,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Add new sequences to an existing alignment: each aligned to its profile, existing rows kept."""
+    with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
+        params = _params(matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
+                         threads=threads, device=device, quiet=quiet)
+        load_matrix(params.matrix)
+        from msa.io.formats import read_alignment
+
+        with BackendStart(params.device) as backend_start:
+            with progress.stage("reading"):
+                old = read_alignment(existing, in_format)
+                db = read_fasta(new)
+            with open_output(output) as out:
+                from msa.merge import add_sequences
+                from msa.pipeline import _set_threads
+
+                _set_threads(params.threads)
+                result, dropped = add_sequences(old, db, params, backend_start.backend(quiet=quiet), keep_length)
+                with progress.stage("writing"):
+                    write_alignment(out, result, fmt.value)
+        progress.note(
+            f"added {len(db)} sequences to {len(old.names)} rows: {result.width} columns"
+            + (f"; {dropped} inserted residues left out (--keep-length)" if dropped else "")
+        )
+
+
 @app.command()
 def tree(
     input: InputArg,
@@ -402,8 +506,8 @@ def tree(
 
 @app.command()
 def score(
-    test: Annotated[str, typer.Argument(metavar="TEST", help="The alignment to score (FASTA).")],
-    ref: Annotated[str, typer.Argument(metavar="REF", help="The reference alignment (FASTA).")],
+    test: Annotated[str, typer.Argument(metavar="TEST", help="The alignment to score (aligned FASTA, A2M or A3M).")],
+    ref: Annotated[str, typer.Argument(metavar="REF", help="The reference alignment (aligned FASTA, A2M or A3M).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print every count as one JSON object.")] = False,
 ) -> None:
     """Score an alignment against a reference: SP (the Q score) and TC."""

@@ -100,3 +100,39 @@ def gap_counts_from_rows(gapped: np.ndarray) -> np.ndarray:
     out[:, 2] = (term & is_open).sum(axis=0)
     out[:, 3] = (term & ~is_open).sum(axis=0)
     return out
+
+
+def block_counts(codes: np.ndarray, offsets: np.ndarray, columns: np.ndarray, width: int) -> np.ndarray:
+    """The profile table of an existing alignment (``msa merge``/``msa add``), from its residues alone.
+
+    Sequence ``i``'s residue codes ``codes[offsets[i]:offsets[i+1]]`` sit at the
+    (increasing) ``columns`` of the same layout, in a ``width``-column block; every
+    sequence has a residue. Residue counts per column, and FAMSA's typed gap counts
+    as :func:`gap_counts_from_rows` defines them (a leading run opens at column 0,
+    the others after a residue; runs before the first or after the last residue are
+    terminal), built from the runs between residues without a row matrix, so
+    ``O(residues + width)``. The same table a progressive merge builds for those rows.
+    """
+    columns = np.asarray(columns, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    out = np.bincount(columns * N_COUNTS + codes, minlength=width * N_COUNTS).reshape(width, N_COUNTS)
+    first, last = columns[offsets[:-1]], columns[offsets[1:] - 1]
+    a, b = columns[:-1], columns[1:]
+    inner = np.ones(len(a), dtype=bool)
+    inner[offsets[1:-1] - 1] = False  # a row's last residue and the next row's first
+    a, b = a[inner], b[inner]
+    opened = b - a > 1
+
+    def count(at: np.ndarray) -> np.ndarray:
+        return np.bincount(at, minlength=width + 1)[:width]
+
+    def runs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:  # columns lo..hi-1 of each run
+        ok = hi > lo
+        return np.cumsum(np.bincount(lo[ok], minlength=width + 1) - np.bincount(hi[ok], minlength=width + 1))[:width]
+
+    out[:, GO] = count(a[opened] + 1)
+    out[:, GE] = runs(a + 2, b)
+    out[:, TGO] = count(np.concatenate((np.zeros(int((first > 0).sum()), dtype=np.int64), last[last < width - 1] + 1)))
+    out[:, TGE] = runs(np.concatenate((np.ones(len(first), np.int64), last + 2)),
+                       np.concatenate((first, np.full(len(last), width, np.int64))))
+    return out.astype(np.int32)

@@ -149,5 +149,23 @@ def score_files(test_path: str | PathLike[str], ref_path: str | PathLike[str]) -
     Returns:
         ``sp``, ``tc``, ``ref_pairs``, ``correct_pairs``, ``columns``, ``correct_columns``.
     """
-    ref = read_aligned_fasta(ref_path)
-    return asdict(score_alignments(read_aligned_fasta(test_path, keep=set(ref)), ref))
+    ref = _read(ref_path)
+    return asdict(score_alignments(_read(test_path, keep=set(ref)), ref))
+
+
+def _read(path: str | PathLike[str], keep: set[str] | None = None) -> dict[str, bytes]:
+    """Rows by name; A3M rows (of unequal width, inserts lower case without their gaps) get their
+    insert columns back (:func:`msa.io.formats.expand_inserts`). Only match columns are scored and
+    they do not depend on which rows are kept, so only the kept rows are expanded."""
+    rows = read_aligned_fasta(path, keep)
+    if len({len(r) for r in rows.values()}) <= 1:
+        return rows
+    from msa.io.formats import expand_inserts
+
+    names = list(rows)
+    text = np.frombuffer(b"".join(rows.values()), dtype=np.uint8)
+    offsets = np.concatenate(([0], np.cumsum([len(rows[n]) for n in names]))).astype(np.int64)
+    columns, width = expand_inserts(text, offsets, str(path))
+    out = np.full((len(names), width), ord("-"), dtype=np.uint8)
+    out[np.repeat(np.arange(len(names)), np.diff(offsets)), columns] = text
+    return {n: out[i].tobytes() for i, n in enumerate(names)}

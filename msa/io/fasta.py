@@ -14,7 +14,9 @@ Reading rules (what a user of FAMSA or MAFFT expects, stated once):
   records silently; an error is clearer than a quietly shorter output).
 
 :func:`read_aligned_fasta` reads an alignment as written instead (case and gaps
-kept, by name), for scoring against a reference.
+kept, by name), for scoring against a reference; :func:`parse_aligned_fasta` reads
+an alignment's rows in file order with gaps and case kept (``msa add``/``merge``;
+A2M/A3M insert columns are expanded in :mod:`msa.io.formats`).
 """
 from __future__ import annotations
 
@@ -43,11 +45,11 @@ MAP_BYTES = 1 << 28
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
-_NL, _CR, _GT = 10, 13, ord(">")
+_NL, _CR, _GT, _HASH = 10, 13, ord(">"), ord("#")
 _BLANK = b" \t\n\r\v\f"
 
-#: Byte classes of sequence text: dropped (blanks, gaps), residue, or invalid.
-SKIP, RESIDUE, BAD = 0, 1, 2
+#: Byte classes of sequence text: dropped (blanks, gaps), residue, invalid, or a gap kept (aligned input).
+SKIP, RESIDUE, BAD, GAP = 0, 1, 2, 3
 
 
 def _class_table() -> np.ndarray:
@@ -58,6 +60,9 @@ def _class_table() -> np.ndarray:
 
 #: byte -> SKIP, RESIDUE or BAD.
 BYTE_CLASS = _class_table()
+#: The same for aligned input, where the gap characters are kept (GAP).
+ALIGNED_BYTE_CLASS = BYTE_CLASS.copy()
+ALIGNED_BYTE_CLASS[np.frombuffer(GAP_BYTES, dtype=np.uint8)] = GAP
 _IS_BLANK = np.zeros(256, dtype=bool)
 _IS_BLANK[np.frombuffer(_BLANK, dtype=np.uint8)] = True
 
@@ -149,6 +154,31 @@ def parse_fasta(data: bytes, label: str = "input") -> SeqDB:
         >>> db.names, db.descriptions, db.sequence(0), db.sequence(1)
         (['a', 'b'], ['a first', 'b'], b'MKv*', b'UL')
     """
+    names, headers, letters, offsets = _parse_records(data, label, aligned=False)
+    return SeqDB.from_arrays(names, headers, letters, offsets)
+
+
+def parse_aligned_fasta(data: bytes, label: str = "input") -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    r"""Parse aligned FASTA (or A2M/A3M) bytes with their gaps and case kept, in file order.
+
+    The same rules as :func:`parse_fasta` (names, headers, blanks, bad bytes,
+    records with no residues), except that ``-`` and ``.`` stay in the rows and
+    lines starting with ``#`` before the first header (the title line of
+    HH-suite's A3M files) are skipped. Returns ``(names, headers, text, offsets)``:
+    row ``i`` is ``text[offsets[i]:offsets[i+1]]`` (uint8, gaps included).
+
+    Example:
+        >>> names, _, text, off = parse_aligned_fasta(b"#A3M\n>a\nMK-v\n>b\nm.KV\n")
+        >>> names, text[off[0]:off[1]].tobytes(), text[off[1]:off[2]].tobytes()
+        (['a', 'b'], b'MK-v', b'm.KV')
+    """
+    return _parse_records(data, label, aligned=True)
+
+
+def _parse_records(
+    data: bytes, label: str, aligned: bool
+) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """The one FASTA tokenizer: (names, headers, kept bytes, offsets); gaps kept when ``aligned``."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -173,10 +203,16 @@ def parse_fasta(data: bytes, label: str = "input") -> SeqDB:
             raise InputError(f"{label}: not FASTA (no line starts with '>')")
         raise InputError(f"{label}: empty input (only blank lines)")
 
-    cls = BYTE_CLASS[buf]
+    cls = (ALIGNED_BYTE_CLASS if aligned else BYTE_CLASS)[buf]
     _mask_ranges(cls, head_starts, head_ends)
     first = int(head_starts[0])
-    lead = np.flatnonzero(~_IS_BLANK[buf[:first]])
+    lead = ~_IS_BLANK[buf[:first]]
+    if aligned:  # '#' title lines before the first record (A3M) are not sequence
+        titles = line_starts[(line_starts < first) & (buf[line_starts] == _HASH)]
+        title_ends = _line_ends(newlines, titles, len(buf))
+        lead[_ranges(titles, title_ends - titles)] = False
+        _mask_ranges(cls, titles, title_ends)
+    lead = np.flatnonzero(lead)
     if len(lead):
         raise InputError(
             f"{label}: not FASTA (line {_line_of(buf, int(lead[0]))} comes before the first '>' header)"
@@ -197,12 +233,16 @@ def parse_fasta(data: bytes, label: str = "input") -> SeqDB:
             f"{describe_byte(int(buf[pos]))}, which is not a residue letter"
         )
 
-    keep = cls == RESIDUE
-    # Residues per record: sums from each header's end (a header ending the input has none).
+    keep = cls != SKIP
+    # Bytes kept and residues per record: sums from each header's end (a header ending the input has none).
     inside = head_ends < len(keep)
     counts = np.zeros(len(head_ends), dtype=np.int64)
     counts[inside] = np.add.reduceat(keep.view(np.uint8), head_ends[inside], dtype=np.int32)
-    empty = np.flatnonzero(counts == 0)
+    residues = counts
+    if aligned:
+        residues = np.zeros(len(head_ends), dtype=np.int64)
+        residues[inside] = np.add.reduceat((cls == RESIDUE).view(np.uint8), head_ends[inside], dtype=np.int32)
+    empty = np.flatnonzero(residues == 0)
     if len(empty):
         rec = int(empty[0])
         raise InputError(
@@ -211,7 +251,7 @@ def parse_fasta(data: bytes, label: str = "input") -> SeqDB:
         )
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return SeqDB.from_arrays(names, headers, buf[keep], offsets)
+    return names, headers, buf[keep], offsets
 
 
 def _label(source: str | os.PathLike[str]) -> str:

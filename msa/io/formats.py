@@ -1,9 +1,20 @@
-"""Output formats: FASTA written natively, the others by Biopython's ``Bio.Align`` writers.
+"""Alignment formats: FASTA and A3M written natively, the others by Biopython's ``Bio.Align`` writers;
+alignments read back (``msa add``/``merge``/``score``) as aligned FASTA, A2M/A3M or any Biopython format.
 
 FASTA is the format every run of 10^6 sequences uses, so it is written from
-the row array directly; Clustal, Stockholm, PHYLIP and A2M go through a
+the row array directly; A3M (HH-suite, ColabFold) is written a block of rows
+at a time; Clustal, Stockholm, PHYLIP and A2M go through a
 ``Bio.Align.Alignment`` (see :mod:`msa.io.bioalign`), where Biopython owns
 the details of each format.
+
+A3M follows HH-suite's ``reformat.pl`` (its default ``-M first`` for a3m
+output): the match columns are those where the first sequence (the query)
+has a residue; residues are upper case there and gaps ``-``; every other
+column is an insert column, its residues lower case and its gaps left out,
+so rows differ in length. A column holding a ``*`` is also a match column
+(``*`` has no lower case, so a reader could not tell it from a match state).
+Reading A2M/A3M expands the inserts back into columns, left-justified
+between their match columns (:func:`msa.alignment.insert_columns`).
 """
 from __future__ import annotations
 
@@ -16,12 +27,18 @@ from msa import __version__
 from msa.io.fasta import LINE_WIDTH, fasta_size, write_fasta
 from msa.io.output import check_space, needing, regular_file
 
-OutputFormat = Literal["fasta", "clustal", "stockholm", "phylip", "a2m"]
+OutputFormat = Literal["fasta", "clustal", "stockholm", "phylip", "a2m", "a3m"]
 FORMATS: tuple[str, ...] = get_args(OutputFormat)
 #: The file extension of each format (the names ``msa align -O`` gives its outputs).
 FORMAT_SUFFIXES: dict[str, str] = {
-    "fasta": ".fa", "clustal": ".aln", "stockholm": ".sto", "phylip": ".phy", "a2m": ".a2m",
+    "fasta": ".fa", "clustal": ".aln", "stockholm": ".sto", "phylip": ".phy", "a2m": ".a2m", "a3m": ".a3m",
 }
+#: Input formats of an existing alignment: ``auto`` (by the file name: .a2m/.a3m, else aligned
+#: FASTA, read as A3M when its rows differ in width and it has lower-case letters), the FASTA
+#: family read natively, or any other name Biopython's ``Bio.Align.read`` knows.
+NATIVE_IN_FORMATS = ("auto", "fasta", "a2m", "a3m")
+#: About this many bytes of rows are built at a time by the A3M writer.
+A3M_BLOCK_BYTES = 1 << 24
 
 
 class Rows(Protocol):
@@ -36,6 +53,10 @@ class Rows(Protocol):
 
     @property
     def rows(self) -> np.ndarray: ...
+
+    def rows_of(self, lo: int, hi: int) -> np.ndarray: ...
+
+    def record_columns(self, i: int) -> np.ndarray: ...
 
 
 def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> int | None:
@@ -59,7 +80,10 @@ def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> int | N
     check_space(out, needed, at_least)
     start = _position(out)
     try:
-        _write_with_biopython(out, aligned.names, aligned.descriptions, aligned.rows, fmt)
+        if fmt == "a3m":
+            write_a3m(out, aligned)
+        else:
+            _write_with_biopython(out, aligned.names, aligned.descriptions, aligned.rows, fmt)
     except OSError as exc:
         raise needing(exc, needed if regular_file(out) is not None else None, at_least)
     end = _position(out)
@@ -79,6 +103,8 @@ def output_size(names: Sequence[str], descriptions: Sequence[str], width: int, f
         return fasta_size(headers, n, width, LINE_WIDTH)
     if fmt == "a2m":  # one line per row
         return headers + n * (width + 1)
+    if fmt == "a3m":  # insert columns' gaps dropped: at least a newline a row
+        return headers + n
     if fmt == "phylip":  # names cut or padded to 10
         return n * (10 + width + 1)
     if fmt == "stockholm":  # a line per row after a name column
@@ -128,3 +154,164 @@ def match_states(rows: np.ndarray) -> str:
     occupied = np.count_nonzero(rows != ord("-"), axis=0)
     match = 2 * occupied >= rows.shape[0]
     return np.where(match, ord("D"), ord("I")).astype(np.uint8).tobytes().decode("ascii")
+
+
+_UPPER = np.arange(256, dtype=np.uint8)
+_UPPER[ord("a") : ord("z") + 1] -= 32
+_LOWER = np.arange(256, dtype=np.uint8)
+_LOWER[ord("A") : ord("Z") + 1] += 32
+_GAP, _STAR = ord("-"), ord("*")
+
+
+def a3m_match_columns(aligned: Rows) -> np.ndarray:
+    """A3M's match columns (bool, one per column): where the first row has a residue, or a ``*``."""
+    match = np.zeros(aligned.width, dtype=bool)
+    match[aligned.record_columns(0)] = True
+    db = getattr(aligned, "distinct", None)
+    if db is not None:
+        match[aligned.columns[db.residues == _STAR]] = True
+    else:
+        match |= (aligned.rows == _STAR).any(axis=0)
+    return match
+
+
+def write_a3m(out: BinaryIO, aligned: Rows) -> None:
+    """Write ``aligned`` as A3M (see the module docstring), one line per sequence, a block of rows at a time."""
+    from msa.io.fasta import header_bytes
+
+    n = len(aligned.names)
+    if n == 0:
+        return
+    match = a3m_match_columns(aligned)
+    per_block = max(1, A3M_BLOCK_BYTES // max(1, aligned.width))
+    for lo in range(0, n, per_block):
+        hi = min(n, lo + per_block)
+        rows = aligned.rows_of(lo, hi)
+        keep = match[None, :] | (rows != _GAP)
+        text = np.where(match[None, :], _UPPER[rows], _LOWER[rows])[keep].tobytes()
+        ends = np.cumsum(keep.sum(axis=1)).tolist()
+        parts: list[bytes] = []
+        start = 0
+        for head, end in zip(header_bytes(aligned.descriptions[lo:hi]), ends):
+            parts += [head, text[start:end], b"\n"]
+            start = end
+        out.writelines(parts)
+
+
+def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input") -> tuple[np.ndarray, int]:
+    """The column of every byte of A2M/A3M rows (``text[offsets[i]:offsets[i+1]]``) once inserts are columns.
+
+    Match states are upper-case letters, ``*`` and ``-``; insert states lower-case
+    letters and ``.``. Every row must have the same number of match states.
+    Returns ``(columns, width)``; gap bytes get a column too (the caller drops them).
+
+    Raises:
+        InputError: rows with different numbers of match states.
+    """
+    from msa.alignment import insert_columns
+    from msa.io.fasta import InputError
+
+    n = len(offsets) - 1
+    row = np.repeat(np.arange(n), np.diff(offsets))
+    insert = ((text >= ord("a")) & (text <= ord("z"))) | (text == ord("."))
+    match = ~insert
+    before = np.cumsum(match) - match  # match states before each byte, over all rows
+    row_first = np.concatenate(([0], np.cumsum(match)))[offsets[:-1]]
+    per_row = np.add.reduceat(match.astype(np.int64), offsets[:-1]) if len(text) else np.zeros(n, np.int64)
+    per_row[np.diff(offsets) == 0] = 0
+    if n and np.any(per_row != per_row[0]):
+        bad = int(np.flatnonzero(per_row != per_row[0])[0])
+        raise InputError(
+            f"{label}: not an alignment: row {bad + 1} has {per_row[bad]} match columns (upper case and '-'), "
+            f"row 1 has {per_row[0]}"
+        )
+    width = int(per_row[0]) if n else 0
+    index = before - row_first[row]  # match state of a match byte; slot of an insert byte
+    ins = np.flatnonzero(insert)
+    key = row[ins] * (width + 1) + index[ins]
+    new_run = np.ones(len(ins), dtype=bool)
+    new_run[1:] = (key[1:] != key[:-1]) | (ins[1:] != ins[:-1] + 1)
+    run_start = np.maximum.accumulate(np.where(new_run, np.arange(len(ins)), 0))
+    rank = np.arange(len(ins)) - run_start
+    old, new, total = insert_columns(width, np.arange(width), index[ins], rank)
+    columns = np.empty(len(text), dtype=np.int64)
+    columns[match] = old[index[match]]
+    columns[ins] = new
+    return columns, total
+
+
+def read_alignment(source: str, in_format: str = "auto"):
+    """An existing alignment (a file or ``-``) as ``msa.alignment.AlignedRows``, rows in file order.
+
+    ``in_format``: ``auto``, ``fasta``, ``a2m``, ``a3m`` (see NATIVE_IN_FORMATS) or a
+    Biopython ``Bio.Align`` format name (``clustal``, ``stockholm``, ``phylip``, ...).
+    Case is kept; ``-`` and ``.`` are gaps.
+
+    Raises:
+        InputError: an empty file, not an alignment (rows of unequal width), a bad
+            record, or a file Biopython cannot read in ``in_format``.
+    """
+    from msa.alignment import AlignedRows
+    from msa.io.fasta import InputError, _label, parse_aligned_fasta, read_input
+
+    label = _label(source)
+    fmt = in_format
+    if fmt == "auto":
+        name = label.lower()[:-3] if label.lower().endswith(".gz") else label.lower()
+        fmt = "a3m" if name.endswith((".a3m", ".a2m")) else "fasta"
+    if fmt not in NATIVE_IN_FORMATS:
+        names, descriptions, text, offsets = _read_with_biopython(source, fmt, label)
+    else:
+        names, descriptions, text, offsets = parse_aligned_fasta(read_input(source), label)
+    lengths = np.diff(offsets)
+    if fmt == "fasta" and np.any(lengths != lengths[0]):
+        lower = (text >= ord("a")) & (text <= ord("z"))
+        if not lower.any():
+            bad = int(np.flatnonzero(lengths != lengths[0])[0])
+            raise InputError(
+                f"{label}: not an alignment: record {names[bad]!r} is {lengths[bad]} columns wide, "
+                f"record {names[0]!r} {lengths[0]}"
+            )
+        fmt = "a3m"  # lower-case inserts without their gaps: A3M
+    if fmt in ("a2m", "a3m"):
+        columns, width = expand_inserts(text, offsets, label)
+    else:
+        columns = np.arange(len(text), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+        width = int(lengths[0])
+    return AlignedRows.from_text(names, descriptions, text, offsets, columns, width)
+
+
+def _read_with_biopython(source: str, fmt: str, label: str):
+    """(names, headers, text, offsets) of an alignment Biopython reads in ``fmt``."""
+    from Bio import Align
+
+    from msa.io.fasta import ALIGNED_BYTE_CLASS, BAD, GAP, RESIDUE, InputError, describe_byte, read_input
+
+    data = read_input(source)
+    if not data.strip():
+        raise InputError(f"{label}: empty input")
+    try:
+        alignment = Align.read(io.StringIO(data.decode("utf-8", "surrogateescape")), fmt)
+    except Exception as exc:  # Biopython raises many types (ValueError, KeyError, ...) on bad input
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise InputError(f"{label}: cannot read as {fmt}: {text}") from None
+    names = [str(s.id) for s in alignment.sequences]
+    descriptions = [
+        str(s.description) if str(getattr(s, "description", "")).startswith(str(s.id)) else str(s.id)
+        for s in alignment.sequences
+    ]
+    rows = [str(row).encode("utf-8", "surrogateescape") for row in alignment]
+    text = np.frombuffer(b"".join(rows), dtype=np.uint8).copy()
+    offsets = np.concatenate(([0], np.cumsum([len(r) for r in rows]))).astype(np.int64)
+    cls = ALIGNED_BYTE_CLASS[text]
+    bad = np.flatnonzero(cls == BAD)
+    if len(bad):
+        rec = int(np.searchsorted(offsets, bad[0], side="right")) - 1
+        raise InputError(f"{label}: record {names[rec]!r} has {describe_byte(int(text[bad[0]]))}, "
+                         "which is not a residue letter")
+    residues = np.add.reduceat((cls == RESIDUE).astype(np.int64), offsets[:-1]) if len(text) else []
+    empty = [i for i, k in enumerate(residues) if k == 0]
+    if not names or empty:
+        raise InputError(f"{label}: " + (f"record {names[empty[0]]!r} has no residues" if names else "no sequences"))
+    text[cls == GAP] = ord("-")
+    return names, descriptions, text, offsets

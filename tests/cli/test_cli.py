@@ -132,6 +132,23 @@ def test_each_format_reads_back_through_biopython(run_msa, plain_dir: Path, fmt:
     assert len({len(r) for r in rows}) == 1
 
 
+def test_a3m_output_gives_the_input_back_and_reads_as_the_alignment(run_msa, plain_dir: Path) -> None:
+    from msa.io.formats import read_alignment
+
+    result = run_msa("align", "plain.fa", "--format", "a3m", "-o", "plain.a3m", "-q", "--device", "cpu",
+                     cwd=plain_dir)
+    assert result.returncode == 0, result.stderr.decode()
+    lines = (plain_dir / "plain.a3m").read_bytes().split(b"\n")[:-1]
+    seqs = lines[1::2]
+    inputs = [seq for _, seq in expected_records(PLAIN)]
+    assert [s.replace(b"-", b"").upper() for s in seqs] == inputs
+    assert b"-" not in seqs[0] and seqs[0].isupper()  # the query: every column of it a match column
+    assert len({sum(not chr(c).islower() for c in s) for s in seqs}) == 1  # one count of match states
+    back = read_alignment(str(plain_dir / "plain.a3m"))
+    check_alignment(list(zip([f"s{i}" for i in range(5)], inputs)), back.names,
+                    [r.tobytes().upper() for r in back.rows])
+
+
 def test_single_sequence_is_its_own_alignment(run_msa, tmp_path: Path) -> None:
     (tmp_path / "one.fa").write_bytes(b">only one\nMKV-LA*\n")
     result = run_msa("align", "one.fa", "-q", "--device", "cpu", cwd=tmp_path)

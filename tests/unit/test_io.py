@@ -225,7 +225,7 @@ def test_match_states_half_occupied() -> None:
     assert match_states(rows) == "DID"
 
 
-@pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "fasta"] + ["fasta"])
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in ("fasta", "a3m")] + ["fasta"])
 def test_each_format_reads_back_through_biopython(fmt: str) -> None:
     aligned = aligned_example()
     if fmt == "a2m":  # A2M cannot hold '*' in a match column
@@ -358,3 +358,114 @@ def test_output_writer_writes_every_byte_of_short_writes() -> None:
     with pytest.raises(OSError) as caught:
         OutputWriter(Short(7000, room=50_000), buffer_size=4096).write(data)
     assert caught.value.errno == errno.ENOSPC
+
+
+# A3M out, A2M/A3M in (msa.io.formats).
+
+def _a3m_records(text: bytes) -> list[tuple[str, bytes]]:
+    lines = text.decode().split("\n")
+    assert lines[-1] == ""
+    return [(lines[i][1:], lines[i + 1].encode()) for i in range(0, len(lines) - 1, 2)]
+
+
+def test_a3m_output_follows_hhsuite_first_sequence_rule() -> None:
+    aligned = aligned_example()  # ROWS: lower case, '*', an all-gap first-row column
+    out = io.BytesIO()
+    write_alignment(out, aligned, "a3m")
+    records = _a3m_records(out.getvalue())
+    assert [h for h, _ in records] == aligned.descriptions
+    match = [c for c in range(len(ROWS[0])) if ROWS[0][c] != ord("-") or any(r[c] == ord("*") for r in ROWS)]
+    for (_, line), row in zip(records, ROWS):
+        # Match states: one per match column, upper case or '-'; inserts: lower case, no gaps.
+        states = [ch for ch in line.decode() if not ch.islower()]
+        assert len(states) == len(match)
+        assert all(ch == "-" or not ch.isalpha() or ch.isupper() for ch in states)
+        assert "." not in line.decode()
+        want = row.replace(b"-", b"").replace(b".", b"").upper()
+        assert line.replace(b"-", b"").upper() == want  # the input sequence, case aside
+    assert records[0][1] == b"MKVLA"  # the query: all match states, no inserts
+
+
+def test_a3m_round_trip_gives_a_valid_alignment(tmp_path: Path) -> None:
+    from msa.alignment import check_alignment
+    from msa.io.formats import read_alignment
+
+    aligned = aligned_example()
+    out = io.BytesIO()
+    write_alignment(out, aligned, "a3m")
+    path = tmp_path / "x.a3m"
+    path.write_bytes(b"#4 1\n" + out.getvalue())  # HH-suite's title line is skipped
+    back = read_alignment(str(path))
+    inputs = [(n, r.replace(b"-", b"")) for n, r in zip(aligned.names, ROWS)]
+    rows = back.rows
+    check_alignment([(n, s.upper()) for n, s in inputs], back.names, [r.tobytes().upper() for r in rows])
+    # Match columns come back where they were, with every residue; the same file without the
+    # extension is recognised as A3M by its unequal rows and lower-case letters.
+    plain = tmp_path / "x.txt"
+    plain.write_bytes(out.getvalue())
+    np.testing.assert_array_equal(read_alignment(str(plain)).rows, rows)
+    again = io.BytesIO()
+    write_alignment(again, back, "a3m")
+    assert again.getvalue() == out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("x.a3m", b">q\nAC-D\n>b\nAkkCeD-\n>c\naA-CD\n"),
+        ("x.a2m", b">q\n.A..C.-D\n>b\n.AkkCeD-\n>c\naA..-.CD\n"),  # A2M: '.' pads the inserts
+    ],
+)
+def test_a3m_and_a2m_inserts_become_columns_left_justified(tmp_path: Path, name: str, text: bytes) -> None:
+    from msa.io.formats import read_alignment
+
+    (tmp_path / name).write_bytes(text)
+    got = read_alignment(str(tmp_path / name))
+    assert [r.tobytes() for r in got.rows] == [b"-A--C--D", b"-AkkCeD-", b"aA----CD"]
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("x.fa", b">a\nMK-V\n>b\nMKV\n", "not an alignment: record 'b' is 3 columns wide, record 'a' 4"),
+        ("x.a3m", b">a\nMK-V\n>b\nMKvV\n", "not an alignment: row 2 has 3 match columns"),
+        ("x.fa", b"", "empty input"),
+        ("x.fa", b">a\n--\n", "record 'a' has no residues"),
+    ],
+)
+def test_bad_alignments_are_input_errors(tmp_path: Path, name: str, text: bytes, message: str) -> None:
+    from msa.io.formats import read_alignment
+
+    (tmp_path / name).write_bytes(text)
+    with pytest.raises(InputError, match=message):
+        read_alignment(str(tmp_path / name))
+
+
+def test_alignment_in_a_biopython_format(tmp_path: Path) -> None:
+    from msa.io.formats import read_alignment
+
+    aligned = aligned_example()
+    out = io.BytesIO()
+    write_alignment(out, aligned, "stockholm")
+    (tmp_path / "x.sto").write_bytes(out.getvalue())
+    back = read_alignment(str(tmp_path / "x.sto"), "stockholm")
+    assert back.names == aligned.names
+    np.testing.assert_array_equal(back.rows, aligned.rows)
+    with pytest.raises(InputError, match="cannot read as clustal"):
+        read_alignment(str(tmp_path / "x.sto"), "clustal")
+
+
+def test_score_reads_a3m(tmp_path: Path) -> None:
+    from msa.scoring import score_files
+
+    aligned = aligned_example()
+    rows = np.frombuffer(b"".join(ROWS).upper().replace(b"*", b"X"), dtype=np.uint8).reshape(len(ROWS), -1)
+    aligned = aligned_from_rows(aligned.names, aligned.descriptions, rows)
+    for fmt, name in (("a3m", "r.a3m"), ("fasta", "t.fa")):
+        out = io.BytesIO()
+        write_alignment(out, aligned, fmt)
+        (tmp_path / name).write_bytes(out.getvalue())
+    # The A3M as the reference: its match states (upper case) are scored, and they are where
+    # the same alignment written as FASTA has them.
+    got = score_files(tmp_path / "t.fa", tmp_path / "r.a3m")
+    assert got["sp"] == 1.0 and got["tc"] == 1.0 and got["ref_pairs"] > 0

@@ -1,0 +1,155 @@
+"""Existing alignments as profiles: ``msa merge`` (two alignments) and ``msa add`` (new sequences into one).
+
+An existing alignment becomes one profile table (:func:`msa.profile.block_counts`,
+from its residues' columns; its all-gap columns left out), and the merges run
+on the backend exactly as the progressive stage runs them: ``merge`` is one
+``profile_align`` of the two profiles; ``add`` is one batch of independent
+merges, the existing profile against each new sequence (chunked only to bound
+the memory of the repeated profile). The column maps then place every residue:
+each side's columns keep their order and every row its residues, so the
+existing rows change only by the gap columns put between their columns.
+
+Gap costs are rescaled for the number of sequences of the result, as
+``msa align`` would for the same rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msa.alignment import AlignedRows, insert_columns
+from msa.alphabet import load_matrix
+from msa.params import AlignParams, gap_costs
+from msa.profile import N_COUNTS, AlignBatch, block_counts, gap_vector
+from msa.progress import current
+from msa.seqdb import SeqDB
+
+#: ``add`` puts at most about this many bytes of repeated profile tables in one batch.
+ADD_BATCH_BYTES = 1 << 28
+
+
+def _profile(aligned: AlignedRows) -> tuple[np.ndarray, np.ndarray, np.ndarray, SeqDB]:
+    """(counts, kept columns, rank of every residue's column among them, the rows' SeqDB)."""
+    db, columns = _flat(aligned)
+    kept = np.unique(columns)
+    rank = np.searchsorted(kept, columns)
+    return block_counts(db.codes, db.offsets, rank, len(kept)), kept, rank, db
+
+
+def merge_alignments(a: AlignedRows, b: AlignedRows, params: AlignParams, backend) -> AlignedRows:
+    """Align alignment ``b`` to alignment ``a`` (profile to profile); A's rows, then B's.
+
+    Columns that are gaps in every row of a side are dropped; the others keep
+    their order, and every row its residues.
+    """
+    pa, _, rank_a, db_a = _profile(a)
+    pb, _, rank_b, db_b = _profile(b)
+    wa, wb = len(pa), len(pb)
+    matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
+    g = gap_vector(gap_costs(params, len(db_a) + len(db_b)))
+    batch = AlignBatch(
+        np.concatenate((pa, pb)), np.array([0, wa, wa + wb], dtype=np.int64),
+        np.array([len(db_a), len(db_b)], dtype=np.int64), matrix, g,
+    )
+    with current().stage("aligning profiles"):
+        result = backend.profile_align(batch)
+    maps = backend.to_host(result.maps).astype(np.int64)
+    offsets = np.asarray(backend.to_host(result.col_offsets))
+    width = int(offsets[1] - offsets[0])
+    return AlignedRows.concat(
+        [_plain(a, db_a), _plain(b, db_b)], [maps[:wa][rank_a], maps[wa:][rank_b]], width
+    )
+
+
+def add_sequences(
+    existing: AlignedRows, new: SeqDB, params: AlignParams, backend, keep_length: bool = False
+) -> tuple[AlignedRows, int]:
+    """Align each sequence of ``new`` to the profile of ``existing``; existing rows, then new ones.
+
+    Without ``keep_length``, a new sequence's residues that fall between the
+    profile's columns (insertions) get new columns there, left-justified, as
+    many as the longest insertion needs; the existing rows get gaps in them.
+    With ``keep_length`` the width and the existing rows stay as they are and
+    insertions are left out of the new rows (MAFFT's ``--keeplength``).
+    Returns the alignment and the number of residues left out.
+    """
+    profile, kept, _, db_e = _profile(existing)
+    width_p, n_e = len(profile), len(db_e)
+    matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
+    g = gap_vector(gap_costs(params, n_e + len(new)))
+    xp = backend.xp
+    stored = [xp.asarray(profile)]
+    codes = xp.asarray(new.codes)
+    lengths = new.lengths
+    per_batch = max(1, ADD_BATCH_BYTES // max(1, width_p * N_COUNTS * 4))
+    slot = np.empty(len(new.codes), dtype=np.int64)  # profile columns left of each new residue
+    matched = np.empty(len(new.codes), dtype=bool)
+    with current().stage("aligning to the profile", total=len(new)) as advance:
+        for lo in range(0, len(new), per_batch):
+            hi = min(len(new), lo + per_batch)
+            m = hi - lo
+            part = np.tile(np.array([0, -1]), m)
+            start = np.zeros(2 * m, dtype=np.int64)
+            start[1::2] = new.offsets[lo:hi]
+            widths = np.zeros(2 * m, dtype=np.int64)
+            widths[0::2] = width_p
+            widths[1::2] = lengths[lo:hi]
+            gathered = backend.gather_profiles(stored, part, start, widths, codes)
+            col_offsets = np.concatenate(([0], np.cumsum(widths)))
+            n_seqs = np.tile(np.array([n_e, 1], dtype=np.int64), m)
+            result = backend.profile_align(AlignBatch(gathered, col_offsets, n_seqs, matrix, g))
+            maps = backend.to_host(result.maps).astype(np.int64)
+            parent = np.asarray(backend.to_host(result.col_offsets), dtype=np.int64)
+            # Parent columns as one increasing sequence over the batch: profile columns, then residues.
+            merge = np.repeat(np.arange(2 * m) // 2, widths)
+            flat = maps + parent[merge]
+            is_profile = np.repeat(np.arange(2 * m) % 2 == 0, widths)
+            prof_cols, res_cols = flat[is_profile], flat[~is_profile]
+            pos = np.searchsorted(prof_cols, res_cols)
+            res_merge = merge[~is_profile]
+            j = pos - res_merge * width_p
+            hit = prof_cols[np.minimum(pos, len(prof_cols) - 1)] == res_cols
+            seg = slice(new.offsets[lo], new.offsets[hi])
+            slot[seg], matched[seg] = j, hit
+            advance(m)
+    res_row = np.repeat(np.arange(len(new)), lengths)
+    ins = np.flatnonzero(~matched)
+    if keep_length:
+        keep = matched
+        new_db = _residue_subset(new, keep)
+        new_cols = kept[slot[keep]]
+        width = existing.width
+        old_cols = _flat(existing)[1]
+        return AlignedRows.concat([_plain(existing, db_e), _plain_db(new_db)], [old_cols, new_cols], width), len(ins)
+    run = np.ones(len(ins), dtype=bool)
+    run[1:] = (res_row[ins[1:]] != res_row[ins[:-1]]) | (slot[ins[1:]] != slot[ins[:-1]])
+    rank = np.arange(len(ins)) - np.maximum.accumulate(np.where(run, np.arange(len(ins)), 0))
+    old, placed, width = insert_columns(existing.width, kept, slot[ins], rank)
+    new_cols = np.empty(len(new.codes), dtype=np.int64)
+    new_cols[matched] = old[kept[slot[matched]]]
+    new_cols[ins] = placed
+    old_cols = _flat(existing)[1]
+    return AlignedRows.concat([_plain(existing, db_e), _plain_db(new)], [old[old_cols], new_cols], width), 0
+
+
+def _flat(aligned: AlignedRows) -> tuple[SeqDB, np.ndarray]:
+    """One sequence per record (duplicates that share a sequence made separate) and its residues' columns."""
+    if aligned.index is None:
+        return aligned.distinct, aligned.columns
+    from msa.alignment import _ranges_of
+
+    return aligned.distinct.subset(aligned.index), aligned.columns[_ranges_of(aligned)]
+
+
+def _plain(aligned: AlignedRows, db: SeqDB) -> AlignedRows:
+    """``aligned``'s records over ``db`` (one sequence per record), for concat."""
+    return AlignedRows(aligned.names, aligned.descriptions, db, np.zeros(0, np.int64), aligned.width)
+
+
+def _plain_db(db: SeqDB) -> AlignedRows:
+    return AlignedRows(db.names, db.descriptions, db, np.zeros(0, np.int64), 0)
+
+
+def _residue_subset(db: SeqDB, keep: np.ndarray) -> SeqDB:
+    """``db`` with only the residues where ``keep`` (records may become empty)."""
+    offsets = np.concatenate(([0], np.cumsum(keep)))[db.offsets]
+    return SeqDB(db.names, db.descriptions, db.residues[keep], offsets, db.codes[keep])
