@@ -64,6 +64,7 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--prim", action="store_true", help="time Prim's MST instead of the matrix")
+    ap.add_argument("--prim-threads", type=int, help="threads per block of the Prim kernel (default: msa's)")
     ap.add_argument("--groups", type=int, default=1, help="split the family into this many equal groups")
     ap.add_argument("--check-max", type=int, default=20000, help="largest group checked against the CPU")
     ap.add_argument("--json", type=Path)
@@ -79,6 +80,10 @@ def main() -> None:
         cells += float(words[lo:hi].astype(np.float64) @ (np.cumsum(g_lens[::-1])[::-1] - g_lens))
     sizes = np.diff(group_off)
     pairs = float((sizes * (sizes - 1) // 2).sum())
+    if args.prim_threads:
+        from msa.backends.cuda import lcs as cuda_lcs
+
+        cuda_lcs.PRIM_THREADS = args.prim_threads
     cpu, gpu = CpuBackend(), CudaBackend()
     if args.prim:
         run_cpu = lambda: cpu.lcs_prim_msts(codes, offsets, ids, group_off)  # noqa: E731

@@ -155,7 +155,7 @@ extern "C" __global__ void lcs_tiles_long(LCS_ARGS, long long words, int global_
         __syncthreads();
         build_masks(masks, words, codes, seq_off[x.a], x.la);
         const long long j = x.j0 + threadIdx.x;
-        if (j >= x.s) continue;
+        if (j <= x.i || j >= x.s) continue;  // tiles start on a 32-sequence section
         const long long b = x.base + j;
         const long long lo = seq_off[b], hi = seq_off[b + 1];
         const long long lcs = lcs_scratch(masks, words, codes, lo, hi, x.la, v, stride);

@@ -93,7 +93,11 @@ __device__ __forceinline__ Key block_min(Key k) {
     return k;
 }
 
-extern "C" __global__ void __launch_bounds__(256, 3) prim_steps(
+#ifndef PRIM_THREADS
+#define PRIM_THREADS 256  // threads per block, passed with -D from msa/backends/cuda/lcs.py
+#endif
+// At most 80 registers a thread (3 blocks of 256 on an SM), which the step loop fits unspilled.
+extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) prim_steps(
     const uint4* __restrict__ pk4, const long long* __restrict__ sec_off, const int* __restrict__ pos_local,
     const int* __restrict__ pos_len, const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
     const double* __restrict__ pow075, double* __restrict__ best, int* __restrict__ via, unsigned char* in_tree,

@@ -247,7 +247,7 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
 # and the survivors are then compacted and repacked, so threads never sit on finished vertices
 # for more than half a phase.
 
-#: Threads per block of prim_steps (its __launch_bounds__ says the same).
+#: Threads per block of prim_steps (passed to its __launch_bounds__ with -D).
 PRIM_THREADS = 256
 #: Mask rows of the packed kernels (kernels/lcs_core.cuh LCS_ROWS): every value of code & 31.
 LCS_ROWS = 32
@@ -296,7 +296,7 @@ def prim_msts(
     done = np.zeros(n_groups, dtype=np.int64)
     n_live = len(order)
     with cp.cuda.Device(device):
-        module = kernels.load("lcs_prim", (), device)
+        module = kernels.load("lcs_prim", (("PRIM_THREADS", PRIM_THREADS),), device)
         steps, pack = module.get_function("prim_steps"), module.get_function("lcs_pack")
         steps.max_dynamic_shared_size_bytes = shared
         resident = _resident_blocks(steps, shared) * n_sm
