@@ -94,9 +94,9 @@ __device__ __forceinline__ Key block_min(Key k) {
 }
 
 #ifndef PRIM_THREADS
-#define PRIM_THREADS 256  // threads per block, passed with -D from msa/backends/cuda/lcs.py
+#define PRIM_THREADS 128  // threads per block, passed with -D from msa/backends/cuda/lcs.py
 #endif
-// At most 80 registers a thread (3 blocks of 256 on an SM), which the step loop fits unspilled.
+// At most 80 registers a thread (768 threads on an SM), which the step loop fits unspilled.
 extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) prim_steps(
     const uint4* __restrict__ pk4, const long long* __restrict__ sec_off, const int* __restrict__ pos_local,
     const int* __restrict__ pos_len, const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,

@@ -248,7 +248,7 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
 # for more than half a phase.
 
 #: Threads per block of prim_steps (passed to its __launch_bounds__ with -D).
-PRIM_THREADS = 256
+PRIM_THREADS = 128
 #: Mask rows of the packed kernels (kernels/lcs_core.cuh LCS_ROWS): every value of code & 31.
 LCS_ROWS = 32
 #: Largest mask table (LCS_ROWS x words x 8 bytes) kept in shared memory; longer
