@@ -289,11 +289,15 @@ def align(
         with BackendStart(params.device) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
+            from msa.pipeline import prepare
+
+            db, run = prepare(db, params, note=False)  # the sequence type, once for the tree and the alignment
             with open_output(output) as out, _optional_output(tree_out) as newick_out:
                 backend = functools.partial(backend_start.backend, quiet=quiet)
-                width, nbytes = _align_to(out, newick_out, db, params, backend, fmt.value, progress)
+                width, nbytes = _align_to(out, newick_out, db, run, backend, fmt.value, progress)
+        kind = f"{run.seq_type}, detected" if params.seq_type == "auto" else run.seq_type
         progress.note(
-            f"aligned {len(db)} sequences into {width} columns in {time.perf_counter() - start:.1f} s"
+            f"aligned {len(db)} sequences ({kind}) into {width} columns in {time.perf_counter() - start:.1f} s"
         )
         if progress.verbose:
             progress.note(_output_note(output, nbytes))
@@ -381,9 +385,8 @@ def _align_to(
     ``backend`` is a function that waits for the backend's start, called as late as can be.
     An output that cannot fit even at the longest sequence's width fails before the
     alignment; write_alignment checks the exact size once the width is known."""
-    from msa.pipeline import align_db, prepare, tree_db
+    from msa.pipeline import align_db, tree_db
 
-    db, params = prepare(db, params)  # the sequence type, detected once for the tree and the alignment
     check_space(out, output_size(db.names, db.descriptions, int(db.lengths.max(initial=0)), fmt), at_least=True)
     guide = None
     if newick_out is not None:

@@ -69,15 +69,17 @@ def tree_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> t
     return build_guide_tree(unique, params, backend), unique.names
 
 
-def prepare(db: SeqDB, params: AlignParams) -> tuple[SeqDB, AlignParams]:
-    """The family's sequence type settled: detected if ``auto`` (a note on stderr
-    says which), params resolved for it (matrix and gap costs), and ``db``'s
-    codes in its alphabet. Idempotent: resolved params pass through unchanged.
+def prepare(db: SeqDB, params: AlignParams, note: bool = True) -> tuple[SeqDB, AlignParams]:
+    """The family's sequence type settled: detected if ``auto`` (with ``note``, a
+    line on the current reporter says which; the CLI puts it in its final line
+    instead), params resolved for it (matrix and gap costs), and ``db``'s codes
+    in its alphabet. Resolved params pass through unchanged.
     """
     detected = None
     if params.seq_type == "auto":
         detected = detect_seq_type(db.residues, db.offsets)
-        current().note(f"sequence type: {detected} (detected; --seq-type sets it)")
+        if note:
+            current().note(f"sequence type: {detected} (detected; --seq-type sets it)")
     run = params.resolved(detected)
     if run.nucleotide and "kmer" in (run.distance, run.parttree_distance):
         raise ValueError(
