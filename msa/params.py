@@ -63,7 +63,7 @@ NUC_MATCH = 2.0
 NUC_MISMATCH = -1.0
 #: Nucleotide defaults: the NUC scheme and its gap costs, chosen on simulated
 #: DNA families against their true alignments (benchmarks/NOTES.md, "Nucleotides").
-NUCLEOTIDE_SCHEME = Scheme("NUC", 6.0, 0.5, 0.3)
+NUCLEOTIDE_SCHEME = Scheme("NUC", 3.0, 1.0, 0.6)
 
 
 @dataclass(frozen=True)
