@@ -175,3 +175,20 @@ def test_simulator_nucleotide_mode() -> None:
     assert 0.4 < identity < 0.95  # diverged beyond chance (0.26), still alignable
     with pytest.raises(ValueError, match="alphabet"):
         simulate(SimParams(n=5, length=10, alphabet="codons"))
+
+
+def test_add_and_merge_detect_nucleotides_and_refuse_protein() -> None:
+    from msa.merge import add_sequences, merge_alignments
+
+    pairs = small_dna_family(n=24, length=80, seed=9)
+    backend = CpuBackend()
+    old = align_db(SeqDB.from_pairs(pairs[:16]), AlignParams(quiet=True), backend)
+    new = SeqDB.from_pairs(pairs[16:])
+    result, _ = add_sequences(old, new, AlignParams(quiet=True), backend)
+    check_alignment(pairs, result.names, [bytes(r) for r in result.rows])
+    other = align_db(new, AlignParams(quiet=True), backend)
+    merged = merge_alignments(old, other, AlignParams(quiet=True), backend)
+    check_alignment(pairs, merged.names, [bytes(r) for r in merged.rows])
+    protein = SeqDB.from_pairs([("p", "MKVLAAGIVGLLLAQPTRSWEHNDCYFG")])
+    with pytest.raises(ValueError, match="protein and nucleotides"):
+        add_sequences(old, protein, AlignParams(quiet=True), backend)
