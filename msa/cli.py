@@ -127,19 +127,19 @@ MatrixOpt = Annotated[
 ]
 GapOpenOpt = Annotated[
     Optional[float],
-    typer.Option("--gap-open", min=0.0, help=f"Gap-open cost [default: {_P.gap_open} protein, {_N.gap_open} nucleotides]."),
+    typer.Option("--gap-open", min=0.0, help=f"Gap-open cost (default: {_P.gap_open} protein, {_N.gap_open} nucleotides)."),
 ]
 GapExtendOpt = Annotated[
     Optional[float],
     typer.Option(
-        "--gap-extend", min=0.0, help=f"Gap-extension cost [default: {_P.gap_extend} protein, {_N.gap_extend} nucleotides]."
+        "--gap-extend", min=0.0, help=f"Gap-extension cost (default: {_P.gap_extend} protein, {_N.gap_extend} nucleotides)."
     ),
 ]
 TerminalGapOpt = Annotated[
     Optional[float],
     typer.Option(
         "--terminal-gap", min=0.0,
-        help=f"Cost of each gap at a sequence end [default: {_P.terminal_gap} protein, {_N.terminal_gap} nucleotides].",
+        help=f"Cost of each gap at a sequence end (default: {_P.terminal_gap} protein, {_N.terminal_gap} nucleotides).",
     ),
 ]
 
@@ -465,7 +465,7 @@ def merge(
 @app.command()
 def add(
     existing: Annotated[str, typer.Argument(metavar="EXISTING", help="The alignment to add to (aligned FASTA, A2M/A3M, or --in-format).")],
-    new: Annotated[str, typer.Argument(metavar="NEW", help="Protein FASTA of the sequences to add (gaps removed); '-' reads stdin.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="FASTA of the sequences to add (gaps removed); '-' reads stdin.")],
     output: OutputOpt = None,
     keep_length: Annotated[
         bool,
