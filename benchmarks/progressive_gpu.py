@@ -58,7 +58,7 @@ def balanced(n: int) -> GuideTree:
 
 
 def timed(db: SeqDB, tree: GuideTree, backend) -> tuple[np.ndarray, float]:
-    params = AlignParams(quiet=True)
+    params = AlignParams(quiet=True).resolved("protein")
     matrix = load_matrix(params.matrix)
     t0 = time.perf_counter()
     cols, _ = progressive_align(db, tree, matrix, gap_costs(params, len(db)), backend)

@@ -1,4 +1,4 @@
-"""Simulate protein families with known true alignments, at any size, for accuracy benchmarks.
+"""Simulate protein or nucleotide families with known true alignments, at any size, for accuracy benchmarks.
 
 Model (deterministic per seed):
 
@@ -27,6 +27,7 @@ residues plus ``O(depth * length)``.
 
 Example:
     python datasets/simulate.py -n 10000 --length 300 --seed 1 --out fam.fa --true fam.true.fa
+    python datasets/simulate.py --alphabet dna -n 1000 --length 600 --height 0.5 --out dna.fa --true dna.true.fa
 """
 from __future__ import annotations
 
@@ -68,6 +69,12 @@ BLOSUM62 = np.array([
     [-2, -2, -2, -3, -2, -1, -2, -3, 2, -1, -1, -2, -1, 3, -3, -2, -2, 2, 7, -1],
     [0, -3, -3, -3, -1, -2, -2, -3, -3, 3, 1, -2, 1, -1, -2, -2, 0, -3, -1, 4],
 ])
+#: Nucleotide letters (A C G T; RNA writes U for T) and HKY base frequencies, in that order.
+NUCLEOTIDES = {"dna": b"ACGT", "rna": b"ACGU"}
+NUC_BACKGROUND = np.array([0.3, 0.2, 0.2, 0.3])
+#: Transitions in ACGT order: A<->G and C<->T.
+_TRANSITION = np.array([[0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]], dtype=bool)
+ALPHABETS = ("protein", "dna", "rna")
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,10 @@ class SimParams:
     indel_rate: float = 0.01
     indel_mean: float = 2.5
     indel_max: int = 30
+    #: ``protein`` (20 states, BLOSUM62-based) or ``dna``/``rna`` (4 states, HKY).
+    alphabet: str = "protein"
+    #: HKY transition/transversion rate ratio (nucleotides only).
+    kappa: float = 2.0
 
 
 @dataclass
@@ -121,15 +132,21 @@ def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return np.arange(total) - np.repeat(ends - lens, lens) + np.repeat(starts, lens)
 
 
-def rate_model() -> tuple[np.ndarray, float]:
+def background(alphabet: str = "protein") -> np.ndarray:
+    """Equilibrium state frequencies of the alphabet's model."""
+    return NUC_BACKGROUND if alphabet in NUCLEOTIDES else BACKGROUND
+
+
+def rate_model(alphabet: str = "protein", kappa: float = 2.0) -> tuple[np.ndarray, float]:
     """Cumulative jump matrix of the uniformized substitution process and its jump rate."""
-    exch = 2.0 ** (BLOSUM62 / 2.0)
-    q = exch * BACKGROUND[None, :]
+    bg = background(alphabet)
+    exch = np.where(_TRANSITION, kappa, 1.0) if alphabet in NUCLEOTIDES else 2.0 ** (BLOSUM62 / 2.0)
+    q = exch * bg[None, :]
     np.fill_diagonal(q, 0.0)
-    q /= (BACKGROUND * q.sum(axis=1)).sum()  # one substitution per site per unit time
+    q /= (bg * q.sum(axis=1)).sum()  # one substitution per site per unit time
     np.fill_diagonal(q, -q.sum(axis=1))
     mu = float((-np.diag(q)).max())
-    jump = np.eye(20) + q / mu
+    jump = np.eye(len(bg)) + q / mu
     return np.cumsum(jump, axis=1), mu
 
 
@@ -324,15 +341,18 @@ def simulate(params: SimParams) -> Family:
         raise ValueError(f"need n >= 1 and length >= 1, got n={params.n}, length={params.length}")
     if params.tree not in ("yule", "coalescent"):
         raise ValueError(f"tree must be 'yule' or 'coalescent', got {params.tree!r}")
+    if params.alphabet not in ALPHABETS:
+        raise ValueError(f"alphabet must be one of {', '.join(ALPHABETS)}, got {params.alphabet!r}")
     rng = np.random.SeedSequence(params.seed).generate_state(2)
     children, parent, blen = _tree(params.n, int(rng[0]), params.tree == "coalescent",
                                    params.height, params.clock_sd)
-    jump_cum, mu = rate_model()
+    jump_cum, mu = rate_model(params.alphabet, params.kappa)
+    bg = background(params.alphabet)
     codes, cols, offsets, rank, ncols = _evolve(
         children, parent, blen, params.n, params.length, int(rng[1]), jump_cum, mu,
-        np.cumsum(BACKGROUND / BACKGROUND.sum()), params.gamma_shape, params.indel_rate,
+        np.cumsum(bg / bg.sum()), params.gamma_shape, params.indel_rate,
         params.indel_mean, params.indel_max)
-    letters = np.frombuffer(AMINO, dtype=np.uint8)[codes]
+    letters = np.frombuffer(NUCLEOTIDES.get(params.alphabet, AMINO), dtype=np.uint8)[codes]
     digits = len(str(params.n))
     names = [f"seq{i:0{digits}d}" for i in range(params.n)]
     return Family(names, letters, offsets, rank[cols], int(ncols))
@@ -403,13 +423,17 @@ def main(argv: list[str] | None = None) -> None:
                     help="indel events per site per substitution unit")
     ap.add_argument("--indel-mean", type=float, default=d.indel_mean, help="mean indel length")
     ap.add_argument("--indel-max", type=int, default=d.indel_max, help="longest indel")
+    ap.add_argument("--alphabet", choices=ALPHABETS, default=d.alphabet,
+                    help="protein (20 states, BLOSUM62-based) or dna/rna (HKY, 4 states)")
+    ap.add_argument("--kappa", type=float, default=d.kappa,
+                    help="HKY transition/transversion rate ratio (dna/rna)")
     ap.add_argument("--out", type=Path, help="unaligned FASTA")
     ap.add_argument("--true", type=Path, help="true alignment FASTA")
     ap.add_argument("--ref-size", type=int,
                     help="write the true alignment of this many random sequences only")
     a = ap.parse_args(argv)
     params = SimParams(a.n, a.length, a.seed, a.tree, a.height, a.clock_sd, a.gamma_shape,
-                       a.indel_rate, a.indel_mean, a.indel_max)
+                       a.indel_rate, a.indel_mean, a.indel_max, a.alphabet, a.kappa)
     fam = simulate(params)
     write_family(fam, a.out, a.true, a.ref_size, a.seed)
 

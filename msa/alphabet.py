@@ -1,4 +1,12 @@
-"""Residue codes, MAFFT's 6-group reduced alphabet and integer scoring matrices."""
+"""Residue codes, MAFFT's 6-group reduced alphabet and integer scoring matrices.
+
+Two alphabets share the code space 0..N_CODES-1 (so profiles, the DP and its
+kernels are the same for both): the protein one (FAMSA's order) and the
+nucleotide one (A C G T/U = 0 1 2 3, every other letter NUC_N = 22). The LCS
+distance matches only codes below 20, so the four bases match and N and the
+IUPAC ambiguity codes never do. Residues keep their letters as written; codes
+serve only for scoring and distances.
+"""
 from __future__ import annotations
 
 import functools
@@ -6,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from msa.params import FIXED_POINT
+from msa.params import FIXED_POINT, NUC_MATCH, NUC_MISMATCH, NUCLEOTIDE_TYPES
 
 #: Internal residue codes, FAMSA's order. Any other letter is scored as X.
 ALPHABET = "ARNDCQEGHILKMFPSTWYVBZX*"
@@ -32,6 +40,35 @@ def _encode_table() -> np.ndarray:
 #: byte -> residue code (lower case folded, unknown letters -> X, non-letters -> INVALID).
 ENCODE = _encode_table()
 
+#: The four bases, in nucleotide code order; U is T.
+BASES = "ACGT"
+#: Nucleotide code of N, the IUPAC ambiguity codes (R Y S W K M B D H V) and any
+#: other letter or ``*``: >= 20, so it never matches in the LCS distance, and it
+#: scores 0 against everything (NUC scheme).
+NUC_N = CODE_X
+
+
+def _nuc_encode_table() -> np.ndarray:
+    table = np.where(ENCODE == INVALID, INVALID, NUC_N).astype(np.uint8)  # same valid bytes as protein
+    for code, ch in enumerate(BASES):
+        for letter in (ch, ch.lower()):
+            table[ord(letter)] = code
+    table[ord("U")] = table[ord("u")] = BASES.index("T")
+    return table
+
+
+#: byte -> nucleotide code (A C G T/U -> 0..3, every other valid byte -> NUC_N).
+NUC_ENCODE = _nuc_encode_table()
+
+#: Letters counted as nucleotides by the detection (MAFFT's countATGC: a c g t u n).
+NUC_LETTERS = b"ACGTUNacgtun"
+#: ``auto`` calls a family nucleotides when more than this share of its letters
+#: are in NUC_LETTERS (MAFFT's ``atgcfreq > 0.75``).
+NUC_FRACTION = 0.75
+#: Detection reads whole sequences until it has seen at least this many letters
+#: (MAFFT counts while its total is below 10^6).
+DETECT_LETTERS = 1_000_000
+
 
 def _group_table() -> np.ndarray:
     """MAFFT's 6-group alphabet per residue code; 6 means 'dropped before 6-mers'."""
@@ -54,9 +91,70 @@ def _group_table() -> np.ndarray:
 GROUP6 = _group_table()
 
 
-def encode(raw: np.ndarray) -> np.ndarray:
-    """Residue codes of a flat uint8 array of letters."""
-    return ENCODE[raw]
+#: residue code of the nucleotide alphabet -> 6-group: each base its own group, the rest dropped.
+NUC_GROUP6 = np.full(N_CODES, 6, dtype=np.uint8)
+NUC_GROUP6[: len(BASES)] = np.arange(len(BASES))
+
+
+def encode(raw: np.ndarray, seq_type: str = "protein") -> np.ndarray:
+    """Residue codes of a flat uint8 array of letters, in the alphabet of ``seq_type``."""
+    return (NUC_ENCODE if seq_type in NUCLEOTIDE_TYPES else ENCODE)[raw]
+
+
+def detect_seq_type(residues: np.ndarray, offsets: np.ndarray) -> str:
+    """``protein``, ``dna`` or ``rna``, from the letters as MAFFT detects them.
+
+    Whole sequences are read, in input order, until at least DETECT_LETTERS
+    letters are seen (all of them for smaller inputs). Nucleotides when more
+    than NUC_FRACTION (0.75) of those letters are A, C, G, T, U or N (either
+    case; ``*`` is not a letter); then ``rna`` if U outnumbers T, else ``dna``.
+    No letters at all: protein.
+    """
+    offsets = np.asarray(offsets)
+    cut = int(np.searchsorted(offsets, DETECT_LETTERS, side="left"))
+    end = int(offsets[min(cut, len(offsets) - 1)])
+    counts = np.bincount(np.asarray(residues[:end], dtype=np.uint8), minlength=256)
+    letters = int(counts[_LETTER].sum())
+    nuc = int(counts[np.frombuffer(NUC_LETTERS, np.uint8)].sum())
+    if letters == 0 or nuc <= NUC_FRACTION * letters:
+        return "protein"
+    u = int(counts[ord("U")] + counts[ord("u")])
+    t = int(counts[ord("T")] + counts[ord("t")])
+    return "rna" if u > t else "dna"
+
+
+_LETTER = np.array([chr(b).isascii() and chr(b).isalpha() for b in range(256)])
+
+
+def group_table(seq_type: str = "protein") -> np.ndarray:
+    """The 6-group table of the alphabet of ``seq_type``."""
+    return NUC_GROUP6 if seq_type in NUCLEOTIDE_TYPES else GROUP6
+
+
+#: Names of nucleotide scoring schemes (load_matrix builds them, not scoring-matrices).
+NUCLEOTIDE_MATRICES = ("NUC",)
+
+
+def check_matrix_kind(name: str, seq_type: str) -> None:
+    """A one-line ValueError for a protein matrix with nucleotides or the reverse."""
+    nucleotide_matrix = name.upper() in NUCLEOTIDE_MATRICES
+    if seq_type in NUCLEOTIDE_TYPES and not nucleotide_matrix:
+        raise ValueError(
+            f"--matrix {name} is a protein matrix; {seq_type} sequences are scored with "
+            f"{', '.join(NUCLEOTIDE_MATRICES)} (leave --matrix out, or give --seq-type protein)"
+        )
+    if seq_type not in NUCLEOTIDE_TYPES and nucleotide_matrix:
+        raise ValueError(f"--matrix {name} is a nucleotide scheme; protein sequences take a protein matrix")
+
+
+def _nucleotide_matrix() -> np.ndarray:
+    """The NUC scheme: NUC_MATCH on the diagonal of the four bases, NUC_MISMATCH
+    between them, 0 for every pair with N or an ambiguity code (codes >= 4)."""
+    full = np.zeros((N_CODES, N_CODES), dtype=np.float64)
+    k = len(BASES)
+    full[:k, :k] = NUC_MISMATCH
+    np.fill_diagonal(full[:k, :k], NUC_MATCH)
+    return (np.sign(full) * np.floor(np.abs(full) * FIXED_POINT + 0.5)).astype(np.int64)
 
 
 @functools.cache
@@ -64,11 +162,14 @@ def load_matrix(name: str) -> np.ndarray:
     """A 24x24 int64 score table in ALPHABET order, entries x1000 rounded half away from zero.
 
     Loaded once per name (cached): the CLI's early check, the SW tree distance
-    and the progressive stage share one table. Matrices come from the
+    and the progressive stage share one table. ``NUC`` is the nucleotide scheme
+    (codes of the nucleotide alphabet; :func:`_nucleotide_matrix`). Protein matrices come from the
     ``scoring-matrices`` package. Rows it lacks are filled the usual way: B and Z
     as the mean of their two residues, X as the mean over the 20 standard
     residues, ``*`` as the table's minimum (and its maximum on the diagonal).
     """
+    if name.upper() in NUCLEOTIDE_MATRICES:
+        return _nucleotide_matrix()
     from scoring_matrices import ScoringMatrix
 
     try:

@@ -25,7 +25,10 @@ from msa.backends import BackendUnavailable
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.io.formats import output_size
 from msa.io.output import check_space
-from msa.params import DEVICES, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, PARTTREE_SPLITS, TREE_DISTANCES, AlignParams
+from msa.params import (
+    DEVICES, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, NUCLEOTIDE_SCHEME, PARTTREE_SPLITS, PROTEIN_SCHEME, SEQ_TYPES,
+    TREE_DISTANCES, AlignParams,
+)
 from msa.progress import Progress
 from msa.startup import BackendStart
 
@@ -40,6 +43,7 @@ TreeMethod = enum.Enum("TreeMethod", {m: m for m in GUIDE_TREE_METHODS}, type=st
 DistanceChoice = enum.Enum("DistanceChoice", {d: d for d in TREE_DISTANCES}, type=str)  # type: ignore[misc]
 SplitChoice = enum.Enum("SplitChoice", {d: d for d in PARTTREE_SPLITS}, type=str)  # type: ignore[misc]
 LinkageChoice = enum.Enum("LinkageChoice", {d: d for d in LINKAGES}, type=str)  # type: ignore[misc]
+SeqTypeChoice = enum.Enum("SeqTypeChoice", {d: d for d in SEQ_TYPES}, type=str)  # type: ignore[misc]
 
 app = typer.Typer(
     name="msa",
@@ -51,7 +55,7 @@ app = typer.Typer(
 )
 
 # Options shared by `align` and `tree`, declared once.
-InputArg = Annotated[str, typer.Argument(metavar="IN", help="Protein FASTA file, gzipped or not; '-' reads stdin.")]
+InputArg = Annotated[str, typer.Argument(metavar="IN", help="FASTA file (protein or nucleotides), gzipped or not; '-' reads stdin.")]
 DeviceOpt = Annotated[
     DeviceChoice, typer.Option("--device", help="auto picks cuda when CuPy finds a GPU, else cpu.")
 ]
@@ -104,6 +108,50 @@ VerboseOpt = Annotated[
 ]
 
 
+SeqTypeOpt = Annotated[
+    SeqTypeChoice,
+    typer.Option(
+        "--seq-type",
+        help="protein, dna or rna (U and T score alike), or auto: nucleotides when more than 75% of the "
+        "letters (of the first 10^6) are A, C, G, T, U or N (MAFFT's rule), rna if U outnumbers T.",
+    ),
+]
+_P, _N = PROTEIN_SCHEME, NUCLEOTIDE_SCHEME
+MatrixOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--matrix", "-m",
+        help=f"Substitution matrix. Protein: {_P.matrix} by default; BLOSUM62, VTML200, PAM250, ... "
+        f"Nucleotides: {_N.matrix} only (match/mismatch, N and IUPAC ambiguity codes score 0).",
+    ),
+]
+GapOpenOpt = Annotated[
+    Optional[float],
+    typer.Option("--gap-open", min=0.0, help=f"Gap-open cost (default: {_P.gap_open} protein, {_N.gap_open} nucleotides)."),
+]
+GapExtendOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--gap-extend", min=0.0, help=f"Gap-extension cost (default: {_P.gap_extend} protein, {_N.gap_extend} nucleotides)."
+    ),
+]
+TerminalGapOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--terminal-gap", min=0.0,
+        help=f"Cost of each gap at a sequence end (default: {_P.terminal_gap} protein, {_N.terminal_gap} nucleotides).",
+    ),
+]
+
+
+def _check_scoring(params: AlignParams) -> None:
+    """An unknown matrix, or one of the wrong kind for a given --seq-type, fails before any work."""
+    if params.matrix is not None:
+        load_matrix(params.matrix)
+    if params.seq_type != "auto":
+        params.resolved()
+
+
 def _params(**options: object) -> AlignParams:
     """AlignParams from command-line values, enum choices unwrapped to their strings."""
     return AlignParams(**{k: v.value if isinstance(v, enum.Enum) else v for k, v in options.items()})
@@ -149,7 +197,7 @@ def align(
         list[str],
         typer.Argument(
             metavar="IN...",
-            help="Protein FASTA file, gzipped or not; '-' reads stdin. Several files, or a directory "
+            help="FASTA file (protein or nucleotides), gzipped or not; '-' reads stdin. Several files, or a directory "
             "(its files in name order), with -O.",
         ),
     ],
@@ -210,23 +258,20 @@ def align(
     linkage: LinkageOpt = LinkageChoice(_D.linkage),
     parttree_split: SplitOpt = SplitChoice(_D.parttree_split),
     parttree_distance: SplitDistanceOpt = DistanceChoice(_D.parttree_distance),
-    matrix: Annotated[
-        str, typer.Option("--matrix", "-m", help="Substitution matrix: PFASUM43, BLOSUM62, VTML200, PAM250, ...")
-    ] = _D.matrix,
-    gap_open: Annotated[float, typer.Option("--gap-open", min=0.0, help="Gap-open cost.")] = _D.gap_open,
-    gap_extend: Annotated[float, typer.Option("--gap-extend", min=0.0, help="Gap-extension cost.")] = _D.gap_extend,
-    terminal_gap: Annotated[
-        float, typer.Option("--terminal-gap", min=0.0, help="Cost of each gap at a sequence end.")
-    ] = _D.terminal_gap,
+    seq_type: SeqTypeOpt = SeqTypeChoice(_D.seq_type),
+    matrix: MatrixOpt = _D.matrix,
+    gap_open: GapOpenOpt = _D.gap_open,
+    gap_extend: GapExtendOpt = _D.gap_extend,
+    terminal_gap: TerminalGapOpt = _D.terminal_gap,
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
     quiet: QuietOpt = _D.quiet,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Align a protein FASTA file, or each of many files into a directory (-O)."""
+    """Align a FASTA file (protein, DNA or RNA), or each of many files into a directory (-O)."""
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
         params = _params(
-            matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
+            seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
             **_tree_choice(tree),
@@ -235,7 +280,7 @@ def align(
             raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
         _check_many_options(inputs, output, output_dir, tree_out, gzip_out, skip_existing)
         cluster = _check_cluster_options(output_dir, params.device, scheduler, workers, gpus)
-        load_matrix(params.matrix)  # an unknown matrix fails before any work
+        _check_scoring(params)  # an unknown matrix fails before any work
         if output_dir is not None:
             _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster)
             return
@@ -244,11 +289,15 @@ def align(
         with BackendStart(params.device) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
+            from msa.pipeline import prepare
+
+            db, run = prepare(db, params, note=False)  # the sequence type, once for the tree and the alignment
             with open_output(output) as out, _optional_output(tree_out) as newick_out:
                 backend = functools.partial(backend_start.backend, quiet=quiet)
-                width, nbytes = _align_to(out, newick_out, db, params, backend, fmt.value, progress)
+                width, nbytes = _align_to(out, newick_out, db, run, backend, fmt.value, progress)
+        kind = f"{run.seq_type}, detected" if params.seq_type == "auto" else run.seq_type
         progress.note(
-            f"aligned {len(db)} sequences into {width} columns in {time.perf_counter() - start:.1f} s"
+            f"aligned {len(db)} sequences ({kind}) into {width} columns in {time.perf_counter() - start:.1f} s"
         )
         if progress.verbose:
             progress.note(_output_note(output, nbytes))
@@ -372,12 +421,6 @@ InFormatOpt = Annotated[
 OutputOpt = Annotated[
     Optional[str], typer.Option("--output", "-o", help="Output file ('.gz' compresses); stdout if omitted.")
 ]
-MatrixOpt = Annotated[
-    str, typer.Option("--matrix", "-m", help="Substitution matrix: PFASUM43, BLOSUM62, VTML200, PAM250, ...")
-]
-GapOpenOpt = Annotated[float, typer.Option("--gap-open", min=0.0, help="Gap-open cost.")]
-GapExtendOpt = Annotated[float, typer.Option("--gap-extend", min=0.0, help="Gap-extension cost.")]
-TerminalGapOpt = Annotated[float, typer.Option("--terminal-gap", min=0.0, help="Cost of each gap at a sequence end.")]
 
 
 @app.command()
@@ -389,6 +432,7 @@ def merge(
     in_format: InFormatOpt = "auto",
     device: DeviceOpt = DeviceChoice(_D.device),
     threads: ThreadsOpt = _D.threads,
+    seq_type: SeqTypeOpt = SeqTypeChoice(_D.seq_type),
     matrix: MatrixOpt = _D.matrix,
     gap_open: GapOpenOpt = _D.gap_open,
     gap_extend: GapExtendOpt = _D.gap_extend,
@@ -398,9 +442,9 @@ def merge(
 ) -> None:
     """Align two alignments to each other (profile-profile): A's rows then B's, each side's columns in order."""
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
-        params = _params(matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
-                         threads=threads, device=device, quiet=quiet)
-        load_matrix(params.matrix)
+        params = _params(seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
+                         terminal_gap=terminal_gap, threads=threads, device=device, quiet=quiet)
+        _check_scoring(params)
         from msa.io.formats import read_alignment
 
         with BackendStart(params.device) as backend_start:
@@ -421,7 +465,7 @@ def merge(
 @app.command()
 def add(
     existing: Annotated[str, typer.Argument(metavar="EXISTING", help="The alignment to add to (aligned FASTA, A2M/A3M, or --in-format).")],
-    new: Annotated[str, typer.Argument(metavar="NEW", help="Protein FASTA of the sequences to add (gaps removed); '-' reads stdin.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="FASTA of the sequences to add (gaps removed); '-' reads stdin.")],
     output: OutputOpt = None,
     keep_length: Annotated[
         bool,
@@ -432,6 +476,7 @@ def add(
     in_format: InFormatOpt = "auto",
     device: DeviceOpt = DeviceChoice(_D.device),
     threads: ThreadsOpt = _D.threads,
+    seq_type: SeqTypeOpt = SeqTypeChoice(_D.seq_type),
     matrix: MatrixOpt = _D.matrix,
     gap_open: GapOpenOpt = _D.gap_open,
     gap_extend: GapExtendOpt = _D.gap_extend,
@@ -441,9 +486,9 @@ def add(
 ) -> None:
     """Add new sequences to an existing alignment: each aligned to its profile, existing rows kept."""
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
-        params = _params(matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
-                         threads=threads, device=device, quiet=quiet)
-        load_matrix(params.matrix)
+        params = _params(seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
+                         terminal_gap=terminal_gap, threads=threads, device=device, quiet=quiet)
+        _check_scoring(params)
         from msa.io.formats import read_alignment
 
         with BackendStart(params.device) as backend_start:
@@ -480,6 +525,7 @@ def tree(
     linkage: LinkageOpt = LinkageChoice(_D.linkage),
     parttree_split: SplitOpt = SplitChoice(_D.parttree_split),
     parttree_distance: SplitDistanceOpt = DistanceChoice(_D.parttree_distance),
+    seq_type: SeqTypeOpt = SeqTypeChoice(_D.seq_type),
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
     quiet: QuietOpt = _D.quiet,
@@ -488,7 +534,7 @@ def tree(
     """Build only the guide tree and write it as Newick (leaves named after the sequences)."""
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
         params = _params(
-            guide_tree=method,
+            guide_tree=method, seq_type=seq_type,
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
         )

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from msa.alignment import AlignedRows, insert_columns
-from msa.alphabet import load_matrix
-from msa.params import AlignParams, gap_costs
+from msa.alphabet import detect_seq_type, load_matrix
+from msa.params import NUCLEOTIDE_TYPES, AlignParams, gap_costs
 from msa.profile import N_COUNTS, AlignBatch, block_counts, gap_vector
 from msa.progress import current
 from msa.seqdb import SeqDB
@@ -27,9 +27,25 @@ from msa.seqdb import SeqDB
 ADD_BATCH_BYTES = 1 << 28
 
 
-def _profile(aligned: AlignedRows) -> tuple[np.ndarray, np.ndarray, np.ndarray, SeqDB]:
+def _settle(params: AlignParams, dbs: list[SeqDB], labels: list[str]) -> AlignParams:
+    """``params`` resolved for the inputs' sequence type: with ``auto``, each input is
+    detected (msa.alphabet.detect_seq_type) and protein with nucleotides is a
+    one-line error; the note on stderr says what was found."""
+    if params.seq_type != "auto":
+        return params.resolved()
+    kinds = [detect_seq_type(db.residues, db.offsets) for db in dbs]
+    nucleotide = [k in NUCLEOTIDE_TYPES for k in kinds]
+    if any(nucleotide) and not all(nucleotide):
+        found = ", ".join(f"{label} {kind}" for label, kind in zip(labels, kinds))
+        raise ValueError(f"protein and nucleotides do not align together ({found}; detected)")
+    current().note(f"sequence type: {kinds[0]} (detected; --seq-type sets it)")
+    return params.resolved(kinds[0])
+
+
+def _profile(aligned: AlignedRows, seq_type: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, SeqDB]:
     """(counts, kept columns, rank of every residue's column among them, the rows' SeqDB)."""
     db, columns = _flat(aligned)
+    db = db.encoded(seq_type)
     kept = np.unique(columns)
     rank = np.searchsorted(kept, columns)
     return block_counts(db.codes, db.offsets, rank, len(kept)), kept, rank, db
@@ -41,8 +57,9 @@ def merge_alignments(a: AlignedRows, b: AlignedRows, params: AlignParams, backen
     Columns that are gaps in every row of a side are dropped; the others keep
     their order, and every row its residues.
     """
-    pa, _, rank_a, db_a = _profile(a)
-    pb, _, rank_b, db_b = _profile(b)
+    params = _settle(params, [_flat(a)[0], _flat(b)[0]], ["A is", "B is"])
+    pa, _, rank_a, db_a = _profile(a, params.seq_type)
+    pb, _, rank_b, db_b = _profile(b, params.seq_type)
     wa, wb = len(pa), len(pb)
     matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
     g = gap_vector(gap_costs(params, len(db_a) + len(db_b)))
@@ -72,7 +89,9 @@ def add_sequences(
     insertions are left out of the new rows (MAFFT's ``--keeplength``).
     Returns the alignment and the number of residues left out.
     """
-    profile, kept, _, db_e = _profile(existing)
+    params = _settle(params, [_flat(existing)[0], new], ["the alignment is", "the new sequences are"])
+    new = new.encoded(params.seq_type)
+    profile, kept, _, db_e = _profile(existing, params.seq_type)
     width_p, n_e = len(profile), len(db_e)
     matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
     g = gap_vector(gap_costs(params, n_e + len(new)))

@@ -30,6 +30,8 @@ Linkage = Literal["single", "upgma"]
 Device = Literal["auto", "cpu", "cuda"]
 PickTree = Literal["mafft", "single", "link"]
 PartTreeSplit = Literal["sample", "picks"]
+#: ``auto`` detects protein or nucleotides from the residues (msa.alphabet.detect_seq_type).
+SeqType = Literal["auto", "protein", "dna", "rna"]
 
 GUIDE_TREE_METHODS: tuple[GuideTreeMethod, ...] = get_args(GuideTreeMethod)
 TREE_DISTANCES: tuple[TreeDistance, ...] = get_args(TreeDistance)
@@ -38,16 +40,44 @@ LINKAGES: tuple[Linkage, ...] = get_args(Linkage)
 DEVICES: tuple[Device, ...] = get_args(Device)
 PICK_TREES: tuple[PickTree, ...] = get_args(PickTree)
 PARTTREE_SPLITS: tuple[PartTreeSplit, ...] = get_args(PartTreeSplit)
+SEQ_TYPES: tuple[SeqType, ...] = get_args(SeqType)
+NUCLEOTIDE_TYPES = ("dna", "rna")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """The scoring defaults of one kind of sequence: matrix name and gap costs."""
+
+    matrix: str
+    gap_open: float
+    gap_extend: float
+    terminal_gap: float
+
+
+#: Protein: FAMSA 2's PFASUM43 and gap costs (anchor-facts C2, C3).
+PROTEIN_SCHEME = Scheme("PFASUM43", 14.85, 1.25, 0.66)
+#: Nucleotide match and mismatch scores of the ``NUC`` scheme (times FIXED_POINT in
+#: msa.alphabet.load_matrix): A, C, G and T/U; U and T are one base. N and the
+#: IUPAC ambiguity codes (and any other letter) score 0 against everything.
+NUC_MATCH = 2.0
+NUC_MISMATCH = -1.0
+#: Nucleotide defaults: the NUC scheme and its gap costs, chosen on simulated
+#: DNA families against their true alignments (benchmarks/NOTES.md, "Nucleotides").
+NUCLEOTIDE_SCHEME = Scheme("NUC", 3.0, 1.0, 0.6)
 
 
 @dataclass(frozen=True)
 class AlignParams:
     """Options of one alignment run; frozen so a run cannot change them midway."""
 
-    matrix: str = "PFASUM43"
-    gap_open: float = 14.85
-    gap_extend: float = 1.25
-    terminal_gap: float = 0.66
+    #: Protein, nucleotides (dna and rna score alike) or detected from the residues.
+    seq_type: SeqType = "auto"
+    #: Substitution matrix and gap costs; None takes the seq type's scheme
+    #: (PROTEIN_SCHEME or NUCLEOTIDE_SCHEME), filled in by ``resolved``.
+    matrix: str | None = None
+    gap_open: float | None = None
+    gap_extend: float | None = None
+    terminal_gap: float | None = None
     #: FAMSA rescales gap costs by 1 + log2(N/45)/7 for N >= 45 sequences.
     rescale_gaps: bool = True
     guide_tree: GuideTreeMethod = "auto"
@@ -99,8 +129,10 @@ class AlignParams:
     quiet: bool = False
 
     def __post_init__(self) -> None:
-        if self.gap_open < 0 or self.gap_extend < 0 or self.terminal_gap < 0:
+        if any(g is not None and g < 0 for g in (self.gap_open, self.gap_extend, self.terminal_gap)):
             raise ValueError("gap costs must be non-negative")
+        if self.seq_type not in SEQ_TYPES:
+            raise ValueError(f"unknown sequence type {self.seq_type!r}; choose {', '.join(SEQ_TYPES)}")
         if self.partsize < 2:
             raise ValueError(f"partsize must be at least 2, got {self.partsize}")
         if self.exact_tree_max < 2:
@@ -133,6 +165,28 @@ class AlignParams:
     def with_(self, **changes: object) -> "AlignParams":
         return replace(self, **changes)
 
+    @property
+    def nucleotide(self) -> bool:
+        return self.seq_type in NUCLEOTIDE_TYPES
+
+    def resolved(self, seq_type: str | None = None) -> "AlignParams":
+        """These params for a known sequence type: ``seq_type`` (the detected one)
+        when this one is ``auto``, and the type's scheme where matrix or gap costs
+        are None. A protein matrix for nucleotides (or the reverse) is a ValueError.
+        """
+        kind = self.seq_type if self.seq_type != "auto" else (seq_type or "protein")
+        scheme = NUCLEOTIDE_SCHEME if kind in NUCLEOTIDE_TYPES else PROTEIN_SCHEME
+        out = replace(
+            self,
+            seq_type=kind,
+            **{f: getattr(scheme, f) for f in ("matrix", "gap_open", "gap_extend", "terminal_gap")
+               if getattr(self, f) is None},
+        )
+        from msa.alphabet import check_matrix_kind
+
+        check_matrix_kind(out.matrix, kind)
+        return out
+
     def __repr__(self) -> str:
         changed = [
             f"{f.name}={getattr(self, f.name)!r}"
@@ -156,10 +210,14 @@ class GapCosts:
 def gap_costs(params: AlignParams, n_sequences: int) -> GapCosts:
     """FAMSA's fixed-point gap penalties, rescaled with the number of input sequences.
 
+    ``params`` unresolved (gap costs None) take the protein scheme's costs.
+
     ``n_sequences`` counts duplicates too, as FAMSA does; below 45 (e.g. 1) the
     costs are not rescaled (the SW tree distance uses them so). Built once per
     (params, n): the tree and progressive stages ask for them by value.
     """
+    if params.gap_open is None or params.gap_extend is None or params.terminal_gap is None:
+        params = params.resolved()
     scale = 1.0
     if params.rescale_gaps and n_sequences >= 45:
         scale = 1.0 + math.log2(n_sequences / 45) / 7

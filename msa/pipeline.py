@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from msa.alignment import AlignedRows
-from msa.alphabet import load_matrix
+from msa.alphabet import detect_seq_type, load_matrix
 from msa.backends import Backend, get_backend
 from msa.params import AlignParams, gap_costs
 from msa.progress import current
@@ -30,6 +30,7 @@ def align_db(
     """
     if len(db) == 0:
         raise ValueError("no sequences to align")
+    db, params = prepare(db, params)
     if params.keep_duplicates:
         reps, inverse = np.arange(len(db)), np.arange(len(db))
     else:
@@ -60,11 +61,32 @@ def tree_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> t
     """The guide tree over the distinct sequences, with the leaf names it uses."""
     if len(db) == 0:
         raise ValueError("no sequences")
+    db, params = prepare(db, params)
     backend = backend or get_backend(params.device, quiet=params.quiet)
     _set_threads(params.threads)
     reps = np.arange(len(db)) if params.keep_duplicates else db.unique()[0]
     unique = db.subset(reps) if len(reps) < len(db) else db
     return build_guide_tree(unique, params, backend), unique.names
+
+
+def prepare(db: SeqDB, params: AlignParams, note: bool = True) -> tuple[SeqDB, AlignParams]:
+    """The family's sequence type settled: detected if ``auto`` (with ``note``, a
+    line on the current reporter says which; the CLI puts it in its final line
+    instead), params resolved for it (matrix and gap costs), and ``db``'s codes
+    in its alphabet. Resolved params pass through unchanged.
+    """
+    detected = None
+    if params.seq_type == "auto":
+        detected = detect_seq_type(db.residues, db.offsets)
+        if note:
+            current().note(f"sequence type: {detected} (detected; --seq-type sets it)")
+    run = params.resolved(detected)
+    if run.nucleotide and "kmer" in (run.distance, run.parttree_distance):
+        raise ValueError(
+            "the 6-mer (kmer) distance is for protein here; nucleotides take --distance lcs or sw "
+            "and --parttree-distance lcs"
+        )
+    return db.encoded(run.seq_type), run
 
 
 def read_tree_file(path: str, db: SeqDB, reps: np.ndarray) -> GuideTree:

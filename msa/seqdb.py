@@ -1,11 +1,12 @@
 """Encoded sequences: one flat uint8 array plus offsets, never an object per residue."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from msa.alphabet import encode
+from msa.params import NUCLEOTIDE_TYPES
 
 
 @dataclass
@@ -44,6 +45,13 @@ class SeqDB:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def encoded(self, seq_type: str) -> "SeqDB":
+        """The same sequences with ``codes`` in the alphabet of ``seq_type``
+        (this SeqDB itself for protein, whose codes are built on reading)."""
+        if seq_type not in NUCLEOTIDE_TYPES:
+            return self
+        return replace(self, codes=encode(self.residues, seq_type))
 
     @property
     def lengths(self) -> np.ndarray:

@@ -194,6 +194,7 @@ def group_distances(
     if params.distance == "lcs":
         return backend.lcs_distance_matrix(db.codes, db.offsets, ids, off)
     if params.distance == "sw":
+        params = params if params.matrix is not None else params.resolved()  # callers outside the pipeline
         # the run's substitution scores and gap costs (both cached), gaps not rescaled by the input size
         return backend.sw_distance_matrix(db.codes, db.offsets, ids, off, load_matrix(params.matrix), gap_costs(params, 1))
     return backend.kmer_distance_matrix(tables, ids, off, MAX_KMER_DIST)

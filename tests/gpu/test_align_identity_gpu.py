@@ -43,6 +43,15 @@ def test_simulated(cuda_backend, n, length, seed):
     assert_identical(simulated(n, length, seed), cuda_backend)
 
 
+@pytest.mark.parametrize(("n", "length", "seed", "alphabet"), [(80, 300, 5, "dna"), (600, 500, 6, "rna")])
+def test_simulated_nucleotides(cuda_backend, n, length, seed, alphabet):
+    """A DNA/RNA family (nucleotide codes, the NUC scheme, N and IUPAC codes) aligns identically."""
+    fam = simulate(SimParams(n=n, length=length, seed=seed, height=0.5, alphabet=alphabet))
+    pairs = [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
+    pairs[0] = (pairs[0][0], pairs[0][1][:30] + b"NRYKMn" + pairs[0][1][30:])
+    assert_identical(SeqDB.from_pairs(pairs), cuda_backend)
+
+
 @pytest.mark.skipif(not BALIFAM.is_dir(), reason="BaliFam inputs not found beside the repo")
 @pytest.mark.parametrize("family", ["PF00018.1000", "PF00037.1000", "PF14604.1000"])
 def test_balifam(cuda_backend, family):

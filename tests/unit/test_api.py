@@ -24,7 +24,7 @@ def ungapped(text: str) -> str:
 
 def test_exports() -> None:
     assert set(msa.__all__) >= {"align", "build_tree", "AlignParams", "GuideTree", "read_fasta"}
-    assert msa.AlignParams().matrix == "PFASUM43"
+    assert msa.AlignParams().resolved().matrix == "PFASUM43"
 
 
 def test_unknown_option_is_refused_before_any_work() -> None:
