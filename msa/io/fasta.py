@@ -132,7 +132,7 @@ def read_aligned_fasta(path: str | os.PathLike[str], keep: set[str] | None = Non
             pos = nxt + 1 if nxt >= 0 else -1
             if not words:
                 continue
-            name = words[0].decode()
+            name = words[0].decode("utf-8", "surrogateescape")  # as parse_fasta decodes headers
             if name in seen:
                 raise ValueError(f"{path}: duplicated sequence name {name!r}")
             seen.add(name)

@@ -305,22 +305,35 @@ def family_files(draw, max_sequences: int = 40) -> tuple[bytes, list[tuple[bytes
 # ----------------------------------------------------------------------------- Newick
 
 
+def newick_name(name: str) -> str:
+    """A leaf label: plain, or quoted ('' for a quote) where it has blanks or punctuation."""
+    if name and not any(c in name for c in " \t\n()[]':;,"):
+        return name
+    return "'" + name.replace("'", "''") + "'"
+
+
 @st.composite
 def near_newick(draw, names: list[str]) -> str:
-    """Newick-like text over ``names`` and strangers: nesting (balanced or not), quotes,
-    comments, branch lengths good and bad, a missing or doubled ';', noise."""
-    pieces = ["(", ")", ",", ":", ";", "[", "]", "'", " ", "\n", "0.5", "-1", "1e999", "nan", "x", "''"]
-    tokens = draw(st.lists(st.one_of(st.sampled_from(names + ["zz", "'a b'", "[c]"]), st.sampled_from(pieces)),
-                           max_size=40))
-    if draw(st.booleans()):  # a well-formed tree, then maybe damaged
-        leaves = [draw(st.sampled_from(names + ["zz"])) for _ in range(draw(st.integers(1, 8)))]
-        while len(leaves) > 1:
-            k = draw(st.integers(0, len(leaves) - 2))
-            length = draw(st.sampled_from(["", ":1", ":0.25", ":", ":x", ":-2", ":inf"]))
-            leaves[k : k + 2] = [f"({leaves[k]},{leaves[k + 1]}){length}"]
-        text = leaves[0] + ";"
-        if tokens and draw(st.booleans()):
-            at = draw(st.integers(0, len(text)))
-            text = text[:at] + "".join(tokens[:3]) + text[at:]
-        return text
-    return "".join(tokens)
+    """Newick-like text over ``names`` and strangers: a well-formed tree over all of them
+    (multifurcations, branch lengths good and bad, comments, internal labels), now and then
+    damaged; or a soup of Newick tokens (unbalanced, unclosed quotes and comments, no ';')."""
+    pieces = ["(", ")", ",", ":", ";", "[", "]", "'", " ", "\n", "0.5", "-1", "1e999", "nan", "x", "''", "[c]"]
+    if draw(st.integers(0, 3)) == 0:
+        soup = st.one_of(st.sampled_from([newick_name(n) for n in names] + ["zz"]), st.sampled_from(pieces))
+        return "".join(draw(st.lists(soup, max_size=40)))
+    leaves = list(names) + draw(st.lists(st.sampled_from(["zz", "y", ""]), max_size=2))
+    leaves = [newick_name(n) for n in draw(st.permutations(leaves))] or ["zz"]
+    lengths = [":1", ":0.25", "", ":2e-3", ":-2"]
+    while len(leaves) > 1:
+        k = draw(st.integers(0, len(leaves) - 2))
+        arity = draw(st.integers(2, min(3, len(leaves) - k)))
+        label = draw(st.sampled_from(["", "", "95", "'in ner'", "[note]"]))
+        length = draw(st.sampled_from(lengths))
+        leaves[k : k + arity] = [f"({','.join(leaves[k : k + arity])}){label}{length}"]
+    text = leaves[0] + draw(st.sampled_from([";", ";", ";\n", " ; ", ""]))
+    if draw(st.integers(0, 2)) == 0:  # damage: a token in, a slice out, or a bad length
+        at = draw(st.integers(0, len(text)))
+        damage = draw(st.one_of(st.sampled_from(pieces + [":x", ":inf", ":nan", ";;", "((", "'open"]),
+                                st.text(max_size=3)))
+        text = text[:at] + damage + text[at + draw(st.integers(0, 3)):]
+    return text

@@ -74,6 +74,17 @@ def test_any_bytes_align_or_fail_with_one_line(work: Path, data: bytes, to_file:
     assert outcome.code == 0, (outcome.stderr, outcome.exception)
     assert outcome.stderr == ""
     check_output(written, records)
+    # msa score reads what msa align writes: the output scores 1 against itself, or (duplicate
+    # names, lower-case letters under upper-case ones) one error line.
+    (work / "out.fa").write_bytes(written)
+    scored = invoke("score", str(work / "out.fa"), str(work / "out.fa"))
+    (work / "out.fa").unlink()
+    if scored.code:
+        assert_one_line_error(scored)
+        names = [h.split()[0] for h, _ in records]
+        assert len(set(names)) < len(names) or any(chr(b).islower() for _, s in records for b in s), scored.stderr
+    else:
+        assert scored.stdout.split(b"\n")[0] in (b"SP (Q)\t1.0000", b"SP (Q)\t0.0000"), scored.stdout
 
 
 @examples(0.6)
