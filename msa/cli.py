@@ -20,6 +20,7 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 
+from msa import interrupts
 from msa.alphabet import load_matrix
 from msa.backends import BackendUnavailable
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
@@ -221,9 +222,10 @@ def align(
         with BackendStart(params.device) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
-            with open_output(output) as out, _optional_output(tree_out) as newick_out:
+            with _output(output) as out, _optional_output(tree_out) as newick_out:
                 backend = functools.partial(backend_start.backend, quiet=quiet)
                 width = _align_to(out, newick_out, db, params, backend, fmt.value, progress)
+                interrupts.finished()  # the outputs are whole: a signal no longer stops their rename
         progress.note(
             f"aligned {len(db)} sequences into {width} columns in {time.perf_counter() - start:.1f} s"
         )
@@ -329,13 +331,14 @@ def tree(
         with BackendStart(params.device) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
-            with open_output(output) as out:
+            with _output(output) as out:
                 backend = backend_start.backend(quiet=quiet)
                 from msa.pipeline import tree_db
 
                 with progress.stage("guide tree"):
                     guide, names = tree_db(db, params, backend)
                 out.write(_newick_bytes(guide, names))
+                interrupts.finished()
 
 
 @app.command()
@@ -373,12 +376,17 @@ def _newick_bytes(guide: object, names: list[str]) -> bytes:
     return (text if text.endswith("\n") else text + "\n").encode("utf-8", "surrogateescape")
 
 
+def _output(path: str | None):
+    """An atomic output (msa.io.open_output) whose temporary file no signal can strand."""
+    return interrupts.entered_whole(open_output(path))
+
+
 @contextlib.contextmanager
 def _optional_output(path: str | None) -> Iterator[object]:
     if path is None:
         yield None
     else:
-        with open_output(path) as out:
+        with _output(path) as out:
             yield out
 
 
@@ -392,20 +400,28 @@ def _plain(value: object) -> object:
 
 @contextlib.contextmanager
 def _errors() -> Iterator[None]:
-    """Expected failures as one line on stderr and a non-zero exit, never a traceback."""
-    try:
-        yield
-    except BrokenPipeError:
-        # The reader of stdout went away (`msa align x.fa | head`): stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise typer.Exit(1) from None
-    except (InputError, BackendUnavailable, ValueError, OSError, EOFError) as exc:
-        typer.echo(f"msa: error: {_message(exc)}", err=True)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        typer.echo("msa: interrupted", err=True)
-        raise typer.Exit(130) from None
+    """Expected failures as one line on stderr and a non-zero exit, never a traceback.
+
+    SIGINT and SIGTERM are noted meanwhile and raise msa.interrupts.Interrupted at the run's
+    next checkpoint: the outputs on the way out remove their temporary files, and the run
+    ends with ``msa: interrupted`` and exit status 130 or 143 (128 + the signal's number).
+    """
+    with interrupts.handling():
+        try:
+            yield
+        except BrokenPipeError:
+            interrupts.stopping()
+            # The reader of stdout went away (`msa align x.fa | head`): stop quietly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(1) from None
+        except (InputError, BackendUnavailable, ValueError, OSError, EOFError) as exc:
+            interrupts.stopping()  # a signal now would only cut the line short
+            typer.echo(f"msa: error: {_message(exc)}", err=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt as exc:
+            typer.echo("msa: interrupted", err=True)
+            raise typer.Exit(getattr(exc, "exit_status", 130)) from None
 
 
 def _message(exc: BaseException) -> str:

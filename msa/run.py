@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Literal, Union
 
 from msa.backends import Backend, get_backend
+from msa.interrupts import entered_whole
 from msa.io import FORMAT_SUFFIXES, FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.params import AlignParams
 from msa.progress import Progress, current
@@ -147,7 +148,7 @@ def align_file(
         from msa.pipeline import align_db
 
         aligned = align_db(db, params, backend)  # reports its own stages
-        with open_output(output) as out, progress.stage("writing"):
+        with entered_whole(open_output(output)) as out, progress.stage("writing"):
             write_alignment(out, aligned, fmt)
     except FAMILY_ERRORS as exc:
         return FamilyResult(input, output, "failed", error=_family_error(input, exc),
