@@ -13,6 +13,7 @@ import enum
 import functools
 import gc
 import json
+import math
 import os
 import sys
 import time
@@ -22,7 +23,7 @@ import typer
 
 from msa import interrupts
 from msa.alphabet import load_matrix
-from msa.backends import BackendUnavailable
+from msa.backends import GB, BackendUnavailable, DeviceMemoryError
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.params import DEVICES, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, PARTTREE_SPLITS, TREE_DISTANCES, AlignParams
 from msa.progress import Progress
@@ -97,6 +98,15 @@ KeepDupOpt = Annotated[
     bool, typer.Option("--keep-duplicates", help="Align identical sequences separately instead of once.")
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks.")]
+GpuMemoryOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--gpu-memory", metavar="GB",
+        help="Cap the GPU memory msa's arrays may use, in GB (10^9 bytes): work runs in smaller "
+        "pieces to fit (the CUDA context, a few hundred MB, comes on top); an input that cannot "
+        "fit ends with the cap it needs. Not part of the result. Ignored (with a note) on the CPU.",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Nothing on stderr but errors.")]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Each finished stage's time on stderr, also when it is not a terminal.")
@@ -199,6 +209,7 @@ def align(
     ] = _D.terminal_gap,
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
+    gpu_memory: GpuMemoryOpt = None,
     quiet: QuietOpt = _D.quiet,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -214,12 +225,13 @@ def align(
             raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
         _check_many_options(inputs, output, output_dir, tree_out, gzip_out, skip_existing)
         load_matrix(params.matrix)  # an unknown matrix fails before any work
+        memory_cap = _memory_cap(gpu_memory)
         if output_dir is not None:
-            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress)
+            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, memory_cap)
             return
         input = inputs[0]
         start = time.perf_counter()
-        with BackendStart(params.device) as backend_start:
+        with BackendStart(params.device, memory_cap) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
             with _output(output) as out, _optional_output(tree_out) as newick_out:
@@ -249,7 +261,7 @@ def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_ou
 
 def _align_many(
     inputs: list[str], output_dir: str, params: AlignParams, fmt: str, gzip_out: bool, skip_existing: bool,
-    progress: Progress,
+    progress: Progress, memory_cap: int | None = None,
 ) -> None:
     """``align -O``: one backend for every family (msa.run); a failed family is one line, then exit 1."""
     from msa.run import FamilyResult, plan_run, run_families
@@ -265,7 +277,7 @@ def _align_many(
                 f"in {result.seconds:.1f} s"
             )
 
-    with BackendStart(params.device) as backend_start:
+    with BackendStart(params.device, memory_cap) as backend_start:
         backend = functools.partial(backend_start.backend, quiet=params.quiet)
         summary = run_families(
             families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, progress=progress,
@@ -318,6 +330,7 @@ def tree(
     parttree_distance: SplitDistanceOpt = DistanceChoice(_D.parttree_distance),
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
+    gpu_memory: GpuMemoryOpt = None,
     quiet: QuietOpt = _D.quiet,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -328,7 +341,7 @@ def tree(
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
         )
-        with BackendStart(params.device) as backend_start:
+        with BackendStart(params.device, _memory_cap(gpu_memory)) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
             with _output(output) as out:
@@ -356,6 +369,15 @@ def score(
             typer.echo(json.dumps(result, sort_keys=True, default=_plain))
         else:
             typer.echo(f"SP (Q)\t{float(result['sp']):.4f}\nTC\t{float(result['tc']):.4f}")
+
+
+def _memory_cap(gpu_memory: float | None) -> int | None:
+    """``--gpu-memory GB`` in bytes (None: no cap)."""
+    if gpu_memory is None:
+        return None
+    if not math.isfinite(gpu_memory) or gpu_memory <= 0:
+        raise ValueError(f"--gpu-memory {gpu_memory:g}: give a positive number of GB")
+    return max(1, int(gpu_memory * GB))
 
 
 def _tree_choice(value: str) -> dict[str, str]:
@@ -418,6 +440,11 @@ def _errors() -> Iterator[None]:
         except (InputError, BackendUnavailable, ValueError, OSError, EOFError) as exc:
             interrupts.stopping()  # a signal now would only cut the line short
             typer.echo(f"msa: error: {_message(exc)}", err=True)
+            raise typer.Exit(1) from None
+        except MemoryError as exc:  # CuPy's OutOfMemoryError outside the pieces that catch it
+            interrupts.stopping()
+            device = DeviceMemoryError.from_exception(exc)
+            typer.echo(f"msa: error: {device if device is not None else f'out of memory ({_message(exc)})'}", err=True)
             raise typer.Exit(1) from None
         except KeyboardInterrupt as exc:
             typer.echo("msa: interrupted", err=True)

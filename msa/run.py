@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from msa.backends import Backend, get_backend
+from msa.backends import Backend, DeviceMemoryError, get_backend
 from msa.interrupts import entered_whole
 from msa.io import FORMAT_SUFFIXES, FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.params import AlignParams
@@ -32,8 +32,9 @@ from msa.progress import Progress, current
 #: Extensions of FASTA inputs: one of them (after a trailing ``.gz``) is cut to name the output.
 FASTA_SUFFIXES = (".fa", ".fasta", ".faa", ".fas", ".fsa", ".mfa", ".seq")
 
-#: What fails one family (a bad or unreadable input, a full disk); the run goes on without it.
-FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError)
+#: What fails one family (a bad or unreadable input, a full disk, too little device memory
+#: under --gpu-memory); the run goes on without it.
+FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError, DeviceMemoryError)
 
 Status = Literal["done", "skipped", "failed"]
 BackendLike = Union[Backend, Callable[[], Backend], None]
