@@ -56,7 +56,7 @@ def _run(work: Path, data: bytes, to_file: bool, *extra: str):
     return outcome, (written if to_file else outcome.stdout)
 
 
-@examples(1.5)
+@examples(4)
 @given(data=any_input, to_file=st.booleans())
 def test_any_bytes_align_or_fail_with_one_line(work: Path, data: bytes, to_file: bool) -> None:
     """Aligned with every invariant, exactly when the README's rules accept the input; else one
@@ -87,7 +87,7 @@ def test_any_bytes_align_or_fail_with_one_line(work: Path, data: bytes, to_file:
         assert scored.stdout.split(b"\n")[0] in (b"SP (Q)\t1.0000", b"SP (Q)\t0.0000"), scored.stdout
 
 
-@examples(0.6)
+@examples(1.5)
 @pytest.mark.parametrize("device", DEVICES)
 @given(family=family_files(), to_file=st.booleans())
 def test_valid_families_keep_the_invariants_through_the_cli(
@@ -99,7 +99,7 @@ def test_valid_families_keep_the_invariants_through_the_cli(
     check_output(written, records)
 
 
-@examples(0.6)
+@examples(1.5)
 @pytest.mark.parametrize("device", DEVICES)
 @given(records=families(), keep_duplicates=st.booleans())
 def test_valid_families_keep_the_invariants_through_the_api(

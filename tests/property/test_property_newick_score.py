@@ -53,7 +53,7 @@ def check_tree(tree, n: int) -> None:
 names_strategy = st.lists(st.sampled_from(NAMES + ["zz", ""]), min_size=0, max_size=5, unique=True)
 
 
-@examples(3)
+@examples(5)
 @given(text=st.one_of(st.text(max_size=60), near_newick(NAMES), near_newick(NAMES)), names=names_strategy)
 def test_newick_reader_gives_a_tree_or_its_one_error(text: str, names: list[str]) -> None:
     try:
@@ -69,7 +69,7 @@ def test_newick_reader_gives_a_tree_or_its_one_error(text: str, names: list[str]
 FASTA_NAMES = ["a", "b", "c", "e'f", "g"]  # the first words of FAMILY's headers
 
 
-@examples(0.5)
+@examples(1.5)
 @given(tree=st.one_of(near_newick(FASTA_NAMES), st.binary(max_size=40).map(lambda b: b.decode("latin-1"))),
        raw=st.booleans())
 def test_align_along_any_tree_file(work: Path, tree: str, raw: bool) -> None:
@@ -146,7 +146,7 @@ score_input = st.one_of(aligned_fasta(), aligned_fasta(), any_input)
 score_files = st.one_of(st.tuples(score_input, score_input), gapped_pair(), gapped_pair())
 
 
-@examples(1.5)
+@examples(3)
 @given(files=score_files, as_json=st.booleans())
 def test_score_any_files(work: Path, files: tuple[bytes, bytes], as_json: bool) -> None:
     """``msa score TEST REF``: SP and TC in [0, 1], or one error line with exit 1."""
