@@ -13,11 +13,15 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypothesis import settings
-from hypothesis import strategies as st
-from typer.testing import CliRunner
+import pytest
 
-from msa.alignment import check_alignment
+pytest.importorskip("hypothesis")  # also when collected for doctests
+
+from hypothesis import settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from msa.alignment import check_alignment  # noqa: E402
 
 #: Residue letters the README promises to keep: standard, lower case, '*' and U/O/J/B/Z/X.
 RESIDUES = b"ACDEFGHIKLMNPQRSTVWY" + b"acdefghiklmnpqrstvwy" + b"*UOJBZXuojbzx"
