@@ -51,12 +51,13 @@ def mutate(seq: np.ndarray, rng: np.random.Generator, subst: float, max_indels: 
 
 
 def grow(records: list[tuple[bytes, bytes]], variants: int, subst: float, max_indels: int,
-         indel_min: int, indel_max: int, seed: int) -> list[tuple[bytes, bytes]]:
-    """The originals, each followed by its variants (named ``<name>_v<k>``)."""
+         indel_min: int, indel_max: int, seed: int, originals: bool = True) -> list[tuple[bytes, bytes]]:
+    """The originals (unless ``originals`` is false), each followed by its variants (named ``<name>_v<k>``)."""
     rng = np.random.default_rng(seed)
     out: list[tuple[bytes, bytes]] = []
     for header, residues in records:
-        out.append((header, residues))
+        if originals:
+            out.append((header, residues))
         name = header.split()[0] if header.split() else header
         seq = np.frombuffer(residues, dtype=np.uint8)
         for k in range(1, variants + 1):
@@ -74,8 +75,10 @@ def main() -> None:
     ap.add_argument("--indel-min", type=int, default=1)
     ap.add_argument("--indel-max", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--variants-only", action="store_true", help="write the variants, not the originals")
     a = ap.parse_args()
-    grown = grow(read_records(a.input), a.variants, a.subst, a.max_indels, a.indel_min, a.indel_max, a.seed)
+    grown = grow(read_records(a.input), a.variants, a.subst, a.max_indels, a.indel_min, a.indel_max, a.seed,
+                 not a.variants_only)
     a.out.write_bytes(b"".join(b">" + h + b"\n" + s + b"\n" for h, s in grown))
 
 

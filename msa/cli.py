@@ -13,6 +13,7 @@ import enum
 import functools
 import gc
 import json
+import math
 import os
 import sys
 import time
@@ -20,8 +21,9 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 
+from msa import interrupts
 from msa.alphabet import load_matrix
-from msa.backends import BackendUnavailable
+from msa.backends import GB, BackendUnavailable, DeviceMemoryError
 from msa.io import FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.io.formats import output_size
 from msa.io.output import check_space
@@ -102,6 +104,15 @@ KeepDupOpt = Annotated[
     bool, typer.Option("--keep-duplicates", help="Align identical sequences separately instead of once.")
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks.")]
+GpuMemoryOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--gpu-memory", metavar="GB",
+        help="Cap the GPU memory msa's arrays may use, in GB (10^9 bytes): work runs in smaller "
+        "pieces to fit (the CUDA context, a few hundred MB, comes on top); an input that cannot "
+        "fit ends with the cap it needs. Not part of the result. Ignored (with a note) on the CPU.",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Nothing on stderr but errors.")]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Each finished stage's time on stderr, also when it is not a terminal.")
@@ -265,6 +276,7 @@ def align(
     terminal_gap: TerminalGapOpt = _D.terminal_gap,
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
+    gpu_memory: GpuMemoryOpt = None,
     quiet: QuietOpt = _D.quiet,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -281,20 +293,22 @@ def align(
         _check_many_options(inputs, output, output_dir, tree_out, gzip_out, skip_existing)
         cluster = _check_cluster_options(output_dir, params.device, scheduler, workers, gpus)
         _check_scoring(params)  # an unknown matrix fails before any work
+        memory_cap = _memory_cap(gpu_memory)
         if output_dir is not None:
-            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster)
+            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster, memory_cap)
             return
         input = inputs[0]
         start = time.perf_counter()
-        with BackendStart(params.device) as backend_start:
+        with BackendStart(params.device, memory_cap) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
             from msa.pipeline import prepare
 
             db, run = prepare(db, params, note=False)  # the sequence type, once for the tree and the alignment
-            with open_output(output) as out, _optional_output(tree_out) as newick_out:
+            with _output(output) as out, _optional_output(tree_out) as newick_out:
                 backend = functools.partial(backend_start.backend, quiet=quiet)
                 width, nbytes = _align_to(out, newick_out, db, run, backend, fmt.value, progress)
+                interrupts.finished()  # the outputs are whole: a signal no longer stops their rename
         kind = f"{run.seq_type}, detected" if params.seq_type == "auto" else run.seq_type
         progress.note(
             f"aligned {len(db)} sequences ({kind}) into {width} columns in {time.perf_counter() - start:.1f} s"
@@ -335,7 +349,7 @@ def _check_cluster_options(output_dir, device: str, scheduler, workers, gpus) ->
 
 def _align_many(
     inputs: list[str], output_dir: str, params: AlignParams, fmt: str, gzip_out: bool, skip_existing: bool,
-    progress: Progress, cluster: dict | None = None,
+    progress: Progress, cluster: dict | None = None, memory_cap: int | None = None,
 ) -> None:
     """``align -O``: one backend for every family (msa.run), or the families on a Dask cluster
     (msa.distributed); a failed family is one line, then exit 1."""
@@ -359,7 +373,7 @@ def _align_many(
             families, params, fmt=fmt, skip_existing=skip_existing, progress=progress, on_result=report, **cluster
         )
     else:
-        with BackendStart(params.device) as backend_start:
+        with BackendStart(params.device, memory_cap) as backend_start:
             backend = functools.partial(backend_start.backend, quiet=params.quiet)
             summary = run_families(
                 families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, progress=progress,
@@ -450,7 +464,7 @@ def merge(
         with BackendStart(params.device) as backend_start:
             with progress.stage("reading"):
                 a, b = read_alignment(first, in_format), read_alignment(second, in_format)
-            with open_output(output) as out:
+            with _output(output) as out:
                 from msa.merge import merge_alignments
                 from msa.pipeline import _set_threads
 
@@ -495,7 +509,7 @@ def add(
             with progress.stage("reading"):
                 old = read_alignment(existing, in_format)
                 db = read_fasta(new)
-            with open_output(output) as out:
+            with _output(output) as out:
                 from msa.merge import add_sequences
                 from msa.pipeline import _set_threads
 
@@ -528,6 +542,7 @@ def tree(
     seq_type: SeqTypeOpt = SeqTypeChoice(_D.seq_type),
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     seed: SeedOpt = _D.seed,
+    gpu_memory: GpuMemoryOpt = None,
     quiet: QuietOpt = _D.quiet,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -538,16 +553,17 @@ def tree(
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
         )
-        with BackendStart(params.device) as backend_start:
+        with BackendStart(params.device, _memory_cap(gpu_memory)) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
-            with open_output(output) as out:
+            with _output(output) as out:
                 backend = backend_start.backend(quiet=quiet)
                 from msa.pipeline import tree_db
 
                 with progress.stage("guide tree"):
                     guide, names = tree_db(db, params, backend)
                 out.write(_newick_bytes(guide, names))
+                interrupts.finished()
 
 
 @app.command()
@@ -565,6 +581,15 @@ def score(
             typer.echo(json.dumps(result, sort_keys=True, default=_plain))
         else:
             typer.echo(f"SP (Q)\t{float(result['sp']):.4f}\nTC\t{float(result['tc']):.4f}")
+
+
+def _memory_cap(gpu_memory: float | None) -> int | None:
+    """``--gpu-memory GB`` in bytes (None: no cap)."""
+    if gpu_memory is None:
+        return None
+    if not math.isfinite(gpu_memory) or gpu_memory <= 0:
+        raise ValueError(f"--gpu-memory {gpu_memory:g}: give a positive number of GB")
+    return max(1, int(gpu_memory * GB))
 
 
 def _tree_choice(value: str) -> dict[str, str]:
@@ -585,12 +610,17 @@ def _newick_bytes(guide: object, names: list[str]) -> bytes:
     return (text if text.endswith("\n") else text + "\n").encode("utf-8", "surrogateescape")
 
 
+def _output(path: str | None):
+    """An atomic output (msa.io.open_output) whose temporary file no signal can strand."""
+    return interrupts.entered_whole(open_output(path))
+
+
 @contextlib.contextmanager
 def _optional_output(path: str | None) -> Iterator[object]:
     if path is None:
         yield None
     else:
-        with open_output(path) as out:
+        with _output(path) as out:
             yield out
 
 
@@ -604,20 +634,33 @@ def _plain(value: object) -> object:
 
 @contextlib.contextmanager
 def _errors() -> Iterator[None]:
-    """Expected failures as one line on stderr and a non-zero exit, never a traceback."""
-    try:
-        yield
-    except BrokenPipeError:
-        # The reader of stdout went away (`msa align x.fa | head`): stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise typer.Exit(1) from None
-    except (InputError, BackendUnavailable, ValueError, OSError, EOFError) as exc:
-        typer.echo(f"msa: error: {_message(exc)}", err=True)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        typer.echo("msa: interrupted", err=True)
-        raise typer.Exit(130) from None
+    """Expected failures as one line on stderr and a non-zero exit, never a traceback.
+
+    SIGINT and SIGTERM are noted meanwhile and raise msa.interrupts.Interrupted at the run's
+    next checkpoint: the outputs on the way out remove their temporary files, and the run
+    ends with ``msa: interrupted`` and exit status 130 or 143 (128 + the signal's number).
+    """
+    with interrupts.handling():
+        try:
+            yield
+        except BrokenPipeError:
+            interrupts.stopping()
+            # The reader of stdout went away (`msa align x.fa | head`): stop quietly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(1) from None
+        except (InputError, BackendUnavailable, ValueError, OSError, EOFError) as exc:
+            interrupts.stopping()  # a signal now would only cut the line short
+            typer.echo(f"msa: error: {_message(exc)}", err=True)
+            raise typer.Exit(1) from None
+        except MemoryError as exc:  # CuPy's OutOfMemoryError outside the pieces that catch it
+            interrupts.stopping()
+            device = DeviceMemoryError.from_exception(exc)
+            typer.echo(f"msa: error: {device if device is not None else f'out of memory ({_message(exc)})'}", err=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt as exc:
+            typer.echo("msa: interrupted", err=True)
+            raise typer.Exit(getattr(exc, "exit_status", 130)) from None
 
 
 def _message(exc: BaseException) -> str:

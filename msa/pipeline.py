@@ -12,7 +12,7 @@ from msa.backends import Backend, get_backend
 from msa.params import AlignParams, gap_costs
 from msa.progress import current
 from msa.seqdb import SeqDB
-from msa.tree import GuideTree, build_guide_tree, read_newick
+from msa.tree import GuideTree, NewickError, build_guide_tree, read_newick
 
 
 def align_db(
@@ -90,10 +90,21 @@ def prepare(db: SeqDB, params: AlignParams, note: bool = True) -> tuple[SeqDB, A
 
 
 def read_tree_file(path: str, db: SeqDB, reps: np.ndarray) -> GuideTree:
-    """A user's Newick tree over the input names, restricted to the distinct sequences."""
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    return read_newick(text, [db.names[i] for i in reps])
+    """A user's Newick tree over the input names, restricted to the distinct sequences.
+
+    Raises:
+        NewickError: naming the file: not UTF-8 text, not Newick, or not over these names.
+    """
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise NewickError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at {exc.start})") from None
+    try:
+        return read_newick(text, [db.names[i] for i in reps])
+    except NewickError as exc:
+        raise NewickError(f"{path}: {exc}") from None
 
 
 def _set_threads(threads: int) -> None:

@@ -9,7 +9,9 @@ The CLI installs a ``Progress`` for the run; any stage may report through
             advance(len(batch))  # advance(n, description="...") also renames the bar
 
 Live bars are drawn only when stderr is a terminal; ``--quiet`` silences
-everything, including the one-line notes.
+everything, including the one-line notes. A stage's start and end and each
+``advance`` are checkpoints where a noted SIGINT or SIGTERM stops the run
+(:func:`msa.interrupts.check`).
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import sys
 import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterator
+
+from msa.interrupts import check
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,8 +92,10 @@ class Progress:
         and with ``verbose`` also when stderr is a log file (no bar there);
         ``note=False`` leaves none (the caller says something better).
         """
+        check()
         if self._live is None and not self.verbose:
             yield _ignore
+            check()
             return
         start = time.perf_counter()
         live = self._live
@@ -97,13 +103,17 @@ class Progress:
             yield _ignore
         else:
             task = live.add_task(description, total=total)
-            try:
+
+            def advance(steps: int = 1, description: str | None = None) -> None:
+                check()
                 # A new description (a run's bar over families) is drawn at once; plain steps at the refresh rate.
-                yield lambda steps=1, description=None: live.update(
-                    task, advance=steps, description=description, refresh=description is not None
-                )
+                live.update(task, advance=steps, description=description, refresh=description is not None)
+
+            try:
+                yield advance
             finally:
                 live.remove_task(task)
+        check()
         if note:
             self.note(f"{description} ({time.perf_counter() - start:.1f} s)")
 
@@ -137,7 +147,8 @@ class Progress:
 
 
 def _ignore(steps: int = 1, description: str | None = None) -> None:
-    """advance() when nothing is drawn."""
+    """advance() when nothing is drawn: only the checkpoint."""
+    check()
 
 
 _current: ContextVar[Progress] = ContextVar("msa_progress", default=Progress(quiet=True))

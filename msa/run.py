@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from msa.backends import Backend, get_backend
+from msa.backends import Backend, DeviceMemoryError, get_backend
+from msa.interrupts import entered_whole
 from msa.io import FORMAT_SUFFIXES, FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.params import AlignParams
 from msa.progress import Progress, current
@@ -31,8 +32,9 @@ from msa.progress import Progress, current
 #: Extensions of FASTA inputs: one of them (after a trailing ``.gz``) is cut to name the output.
 FASTA_SUFFIXES = (".fa", ".fasta", ".faa", ".fas", ".fsa", ".mfa", ".seq")
 
-#: What fails one family (a bad or unreadable input, a full disk); the run goes on without it.
-FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError)
+#: What fails one family (a bad or unreadable input, a full disk, too little device memory
+#: under --gpu-memory); the run goes on without it.
+FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError, DeviceMemoryError)
 
 Status = Literal["done", "skipped", "failed"]
 BackendLike = Union[Backend, Callable[[], Backend], None]
@@ -161,7 +163,7 @@ def align_file(
         from msa.pipeline import align_db
 
         aligned = align_db(db, params, backend)  # reports its own stages
-        with open_output(output) as out, progress.stage("writing"):
+        with entered_whole(open_output(output)) as out, progress.stage("writing"):
             write_alignment(out, aligned, fmt)
     except FAMILY_ERRORS as exc:
         return FamilyResult(input, output, "failed", error=_family_error(input, exc),

@@ -27,8 +27,9 @@ class BackendStart:
     the process while a CUDA context is half made.
     """
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, memory_cap: int | None = None) -> None:
         self._device = device
+        self._memory_cap = memory_cap
         self._result: tuple[Backend, str | None] | None = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
@@ -46,7 +47,7 @@ class BackendStart:
 
     def _run(self) -> None:
         try:
-            make, note = prepare_backend(self._device)
+            make, note = prepare_backend(self._device, self._memory_cap)
             import msa.pipeline  # noqa: F401  (and the tree and progressive modules)
 
             self._registries.start()

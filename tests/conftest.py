@@ -1,4 +1,5 @@
-"""Shared fixtures: the shared data folder, a subprocess runner for the CLI, GPU skipping."""
+"""Shared fixtures: the shared data folder, a subprocess runner for the CLI, GPU skipping,
+and the Hypothesis profiles of tests/property."""
 from __future__ import annotations
 
 import functools
@@ -12,6 +13,22 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # tests/property skip themselves without Hypothesis
+    pass
+else:
+    _SLOW_DATA = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+    # ci (the default): a fixed number of examples from a fixed seed, so CI is bounded and
+    # reproducible; each test's own max_examples is scaled from this (tests/property/fuzz.py).
+    settings.register_profile(
+        "ci", max_examples=100, deadline=None, derandomize=True, database=None, print_blob=True,
+        suppress_health_check=_SLOW_DATA,
+    )
+    # dev: HYPOTHESIS_PROFILE=dev for a long local run (random seeds, failures remembered).
+    settings.register_profile("dev", max_examples=2000, deadline=None, suppress_health_check=_SLOW_DATA)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @functools.cache

@@ -1,6 +1,8 @@
 """The compute-backend seam: pipeline modules get a Backend and never ask which one."""
 from __future__ import annotations
 
+import functools
+import math
 import sys
 from types import ModuleType
 from collections.abc import Callable
@@ -17,6 +19,40 @@ if TYPE_CHECKING:
 
 class BackendUnavailable(RuntimeError):
     """The requested device cannot be used on this machine."""
+
+
+#: Bytes of the GB of ``--gpu-memory`` (decimal, as the option's help says).
+GB = 10**9
+
+
+class DeviceMemoryError(BackendUnavailable):
+    """One unit of device work (a merge, a group's distances) does not fit the memory msa may
+    use: ``limit`` bytes (the ``--gpu-memory`` cap; None: the device's free memory).
+    ``needed`` is a lower bound on the bytes that would do."""
+
+    def __init__(self, needed: int, limit: int | None) -> None:
+        self.needed = int(needed)
+        self.limit = limit
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.limit:
+            need = math.ceil(max(self.needed, self.limit + 1) / GB * 10) / 10
+            return (f"--gpu-memory {self.limit / GB:g} GB is too small for this input; "
+                    f"at least {need:.1f} GB is needed")
+        need = math.ceil(self.needed / GB * 10) / 10
+        return f"the GPU ran out of memory for this input; at least {need:.1f} GB free is needed"
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> "DeviceMemoryError | None":
+        """The error for CuPy's OutOfMemoryError (size and bytes allocated so far; None for a
+        MemoryError of the host)."""
+        if isinstance(exc, cls):
+            return exc
+        size, total = getattr(exc, "_size", None), getattr(exc, "_total", None)
+        if size is None or total is None:
+            return None
+        return cls(int(size) + max(int(total), 0), int(getattr(exc, "_limit", 0) or 0) or None)
 
 
 class Backend(Protocol):
@@ -93,31 +129,41 @@ class Backend(Protocol):
     ) -> None: ...
 
 
-def get_backend(device: str = "auto", *, quiet: bool = False) -> Backend:
-    """Pick the backend once per run; ``auto`` prefers CUDA when CuPy sees a GPU."""
-    make, note = prepare_backend(device)
+def get_backend(device: str = "auto", *, quiet: bool = False, memory_cap: int | None = None) -> Backend:
+    """Pick the backend once per run; ``auto`` prefers CUDA when CuPy sees a GPU.
+
+    ``memory_cap``: most device bytes msa may use (``--gpu-memory``) on the CUDA backend;
+    ignored, with a note, on the CPU."""
+    make, note = prepare_backend(device, memory_cap)
     backend = make()
     if note is not None and not quiet:
         print(note, file=sys.stderr)
     return backend
 
 
-def prepare_backend(device: str) -> tuple[Callable[[], Backend], str | None]:
+def prepare_backend(device: str, memory_cap: int | None = None) -> tuple[Callable[[], Backend], str | None]:
     """The backend class for ``device``, imported (the constructor does the device work), and
-    for ``auto`` the line that says which one it is (msa.startup makes it on another thread)."""
+    for ``auto`` the line that says which one it is (msa.startup makes it on another thread).
+    ``memory_cap`` goes to the CUDA backend; on the CPU the line says it is ignored."""
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}; choose {', '.join(DEVICES[:-1])} or {DEVICES[-1]}")
+    if memory_cap is not None and memory_cap <= 0:
+        raise ValueError(f"the device memory cap must be positive, got {memory_cap} bytes")
     if device in ("auto", "cuda"):
         reason = _cuda_unavailable_reason()
         if reason is None:
             from msa.backends.cuda import CudaBackend
 
-            return CudaBackend, "msa: using the GPU (cuda backend)" if device == "auto" else None
+            make = CudaBackend if memory_cap is None else functools.partial(CudaBackend, memory_cap=memory_cap)
+            return make, "msa: using the GPU (cuda backend)" if device == "auto" else None
         if device == "cuda":
             raise BackendUnavailable(f"--device cuda: {reason}")
         note: str | None = f"msa: using the CPU ({reason})"
     else:
         note = None
+    if memory_cap is not None:
+        ignored = f"msa: --gpu-memory {memory_cap / GB:g} GB is ignored on the CPU"
+        note = ignored if note is None else f"{note}; {ignored[5:]}"
     from msa.backends.cpu import CpuBackend
 
     return CpuBackend, note

@@ -137,7 +137,7 @@ def read_aligned_fasta(path: str | os.PathLike[str], keep: set[str] | None = Non
             pos = nxt + 1 if nxt >= 0 else -1
             if not words:
                 continue
-            name = words[0].decode()
+            name = words[0].decode("utf-8", "surrogateescape")  # as parse_fasta decodes headers
             if name in seen:
                 raise ValueError(f"{path}: duplicated sequence name {name!r}")
             seen.add(name)
@@ -219,7 +219,7 @@ def _parse_records(
         )
 
     headers = _headers(data, head_starts, head_ends)  # same positions as buf
-    names = [h.split(None, 1)[0] if h.strip() else "" for h in headers]
+    names = [_first_word(h) for h in headers]
     unnamed = [i for i, name in enumerate(names) if not name]
     if unnamed:
         raise InputError(f"{label}: line {_line_of(buf, int(head_starts[unnamed[0]]))}: header has no name")
@@ -276,6 +276,15 @@ def _headers(data: bytes, starts: np.ndarray, ends: np.ndarray) -> list[str]:
         data[s + 1 : e].rstrip(b"\r").decode("utf-8", "surrogateescape")
         for s, e in zip(starts.tolist(), ends.tolist())
     ]
+
+
+def _first_word(header: str) -> str:
+    """A record's name: the header's first word, split at ASCII blanks only, as FAMSA, MAFFT
+    and the scorer (read_aligned_fasta) split it; U+00A0 or U+2028 are part of a name, not
+    blanks (str.split took them for blanks: a header of one no-break space had no name, and
+    'a', no-break space, 'b' was named 'a')."""
+    words = header.encode("utf-8", "surrogateescape").split(None, 1)
+    return words[0].decode("utf-8", "surrogateescape") if words else ""
 
 
 def _line_of(buf: np.ndarray, pos: int) -> int:

@@ -1,11 +1,16 @@
 """Newick in and out, without recursion (caterpillar trees of 10^5 leaves are fine)."""
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 
 from msa.tree.guide_tree import GuideTree
+
+class NewickError(ValueError):
+    """Newick text that is not one tree, or a tree that does not fit the sequence names."""
+
 
 _TOKEN = re.compile(r"\s*(?:(\[[^\]]*\])|('(?:[^']|'')*')|([(),:;])|([^\s(),:;'\[\]]+))")
 _PLAIN_NAME = re.compile(r"[^\s()\[\]':;,]+")
@@ -61,7 +66,7 @@ def read_newick(text: str, names: list[str]) -> GuideTree:
     count as 0.
 
     Raises:
-        ValueError: a name of ``names`` is absent from the tree (or appears
+        NewickError (a ValueError): a name of ``names`` is absent from the tree (or appears
             twice), or the text is not Newick.
 
     Example:
@@ -71,12 +76,12 @@ def read_newick(text: str, names: list[str]) -> GuideTree:
     index: dict[str, int] = {}
     for i, name in enumerate(names):
         if name in index:
-            raise ValueError(f"name {name!r} occurs twice in the sequences")
+            raise NewickError(f"name {name!r} occurs twice in the sequences")
         index[name] = i
     children, labels, lengths = _parse(text)
     n = len(names)
     if n == 0:
-        raise ValueError("no names to map the tree onto")
+        raise NewickError("no names to map the tree onto")
 
     leaf_seen = np.zeros(n, dtype=bool)
     merges: list[tuple[int, int]] = []
@@ -90,7 +95,7 @@ def read_newick(text: str, names: list[str]) -> GuideTree:
             i = index.get(labels[v])
             if i is not None:
                 if leaf_seen[i]:
-                    raise ValueError(f"name {labels[v]!r} occurs twice in the tree")
+                    raise NewickError(f"name {labels[v]!r} occurs twice in the tree")
                 leaf_seen[i] = True
                 result_id[v] = i
             continue
@@ -113,20 +118,27 @@ def read_newick(text: str, names: list[str]) -> GuideTree:
     missing = [names[i] for i in np.flatnonzero(~leaf_seen)]
     if missing:
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise ValueError(f"names missing from the tree: {', '.join(map(repr, missing[:5]))}{more}")
+        raise NewickError(f"names missing from the tree: {', '.join(map(repr, missing[:5]))}{more}")
     return GuideTree(
         n, np.asarray(merges, dtype=np.int64).reshape(-1, 2), np.asarray(merge_heights, dtype=np.float64)
     )
 
 
 def _parse(text: str) -> tuple[list[list[int]], list[str], list[float]]:
-    """Nodes of a Newick text: children lists, labels and branch lengths (root is node 0)."""
+    """Nodes of a Newick text: children lists, labels and branch lengths (root is node 0).
+
+    Strict about what it does not understand: a character that starts no token (an
+    unclosed quote or comment, a stray ']'), a second label or branch length on one
+    node, or a length that is not a finite number is an error, never skipped.
+    """
     children: list[list[int]] = []
     labels: list[str] = []
     lengths: list[float] = []
+    has_length: list[bool] = []
     stack: list[int] = []
     last = -1  # node a label or ':length' attaches to
     want_item = True  # after '(' or ',' a child (possibly unnamed) is due
+    labelled = False  # ``last`` has its label (or its length, after which no label comes)
     pos = 0
     done = False
 
@@ -134,40 +146,62 @@ def _parse(text: str) -> tuple[list[list[int]], list[str], list[float]]:
         children.append([])
         labels.append(label)
         lengths.append(0.0)
+        has_length.append(False)
         node = len(labels) - 1
         if stack:
             children[stack[-1]].append(node)
         elif node != 0:
-            raise ValueError("Newick text has more than one root")
+            raise NewickError("Newick text has more than one root")
         return node
 
-    tokens = _TOKEN.finditer(text)
-    for m in tokens:
+    def next_token():
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == m.start():
+            rest = text[pos:]
+            if not rest.strip():
+                return None
+            at = pos + len(rest) - len(rest.lstrip())
+            hint = " (an unclosed quote or comment)" if text[at] in "'[" else ""
+            raise NewickError(f"unexpected {text[at]!r} in Newick text at {at}{hint}")
+        return m
+
+    while (m := next_token()) is not None:
         pos = m.end()
         comment, quoted, punct, word = m.groups()
         if comment is not None:
             continue
         if punct == "(":
+            if not want_item:
+                raise NewickError(f"'(' after a label or ')' in Newick text at {m.end() - 1}")
             stack.append(new_node(""))
             want_item = True
         elif punct in (",", ")"):
             if want_item:
                 new_node("")
             if not stack:
-                raise ValueError(f"unbalanced ')' or stray ',' in Newick text at {pos}")
+                raise NewickError(f"unbalanced ')' or stray ',' in Newick text at {m.end() - 1}")
             if punct == ")":
                 last = stack.pop()
-                want_item = False
+                want_item, labelled = False, False
             else:
                 want_item = True
         elif punct == ":":
-            length = next(tokens, None)
+            if want_item:  # '(:1,...': an unnamed leaf with a length
+                last = new_node("")
+                want_item = False
+            length = next_token()
             if length is None or length.group(4) is None or last < 0:
-                raise ValueError(f"bad branch length in Newick text at {pos}")
+                raise NewickError(f"bad branch length in Newick text at {pos}")
+            value = length.group(4)
             try:
-                lengths[last] = float(length.group(4))
+                lengths[last] = float(value)
             except ValueError:
-                raise ValueError(f"bad branch length {length.group(4)!r} in Newick text") from None
+                raise NewickError(f"bad branch length {value!r} in Newick text") from None
+            if not math.isfinite(lengths[last]):
+                raise NewickError(f"branch length {value!r} in Newick text is not a finite number")
+            if has_length[last]:
+                raise NewickError(f"a second branch length {value!r} for one node in Newick text")
+            has_length[last] = labelled = True
             pos = length.end()
         elif punct == ";":
             done = True
@@ -177,9 +211,16 @@ def _parse(text: str) -> tuple[list[list[int]], list[str], list[float]]:
             if want_item:
                 last = new_node(label)
                 want_item = False
-            # else: a label of an internal node (support value, name): not needed
+                labelled = True
+            elif labelled:
+                raise NewickError(
+                    f"a second label {label!r} for one node in Newick text at {m.start(2 if quoted else 4)} "
+                    "(quote names with blanks: 'seq 1')"
+                )
+            else:  # a label of an internal node (support value, name): not needed
+                labelled = True
     if not done or stack or not labels or text[pos:].strip():
-        raise ValueError("Newick text must be one tree ending with ';'")
+        raise NewickError("Newick text must be one tree ending with ';'")
     return children, labels, lengths
 
 

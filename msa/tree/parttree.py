@@ -43,6 +43,7 @@ from numba import njit
 
 from msa.distances.condensed import condensed_index, condensed_offsets
 from msa.distances.kmers import MAX_KMER_DIST, KmerTables
+from msa.interrupts import check
 from msa.alphabet import load_matrix
 from msa.params import MST_TREE_MAX, AlignParams, Linkage, gap_costs
 from msa.seqdb import SeqDB
@@ -82,6 +83,7 @@ def parttree(
     root = int(node_root[0])
     sampled = uses_sample_split(params)
     while len(node_root):
+        check()  # a checkpoint of msa.interrupts: one depth at a time
         if sampled:
             members, node_off, node_root = _split_level_sample(
                 db, members, node_off, node_root, params, backend, nodes, exact
@@ -143,6 +145,7 @@ class _ExactQueue:
         self.prim.append((members, np.array([0, len(members)], dtype=np.int64), np.array([root])))
 
     def flush(self) -> None:
+        check()
         if self.groups:
             members, off, roots = _joined(self.groups)
             self.groups, self.pairs = [], 0

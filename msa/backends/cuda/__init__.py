@@ -31,12 +31,20 @@ class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage):
     prim_every_group = True
     xp = cp  # profile tables and maps stay CuPy arrays between levels
 
-    def __init__(self, device: int = 0, memory_limit: int | None = None) -> None:
-        """``memory_limit``: most device bytes one piece of guide-tree work may plan to use
-        (default: MEMORY_FRACTION of the free memory); tests lower it to force the splitting."""
+    def __init__(self, device: int = 0, memory_limit: int | None = None, memory_cap: int | None = None) -> None:
+        """``memory_limit``: most device bytes one piece of work may plan to use (default:
+        MEMORY_FRACTION of the free memory, and of ``memory_cap``); tests lower it to force
+        the splitting. ``memory_cap`` (``--gpu-memory``): most device bytes msa's arrays may
+        take, set as the limit of CuPy's memory pool, so that work runs in smaller pieces
+        (msa.backends.cuda.memory.run_in_pieces) instead of failing; a unit of work that
+        does not fit even alone raises msa.backends.DeviceMemoryError with the cap it needs.
+        The CUDA context and the loaded kernels (a few hundred MB) come on top."""
         self.device = device
-        self.memory_limit = memory_limit
+        self.memory_cap = memory_cap
+        self.memory_limit = memory_limit if memory_limit is not None else memory_cap
         with cp.cuda.Device(device) as dev:
+            if memory_cap is not None:
+                cp.get_default_memory_pool().set_limit(size=int(memory_cap))
             self.n_sm = int(dev.attributes["MultiProcessorCount"])
         self._load_kmers()
         self._load_segments()

@@ -117,7 +117,7 @@ class AlignStage(DeviceStage):
                 lengths.append(piece_lengths)
 
             if n_merges:
-                run_in_pieces(cost, piece)
+                run_in_pieces(cost, piece, self.memory_limit)
             if len(parents) == 1:
                 counts = parents[0]
             elif parents:

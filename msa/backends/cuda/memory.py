@@ -2,7 +2,10 @@
 
 Work that may not fit is cut into pieces sized from the free device memory
 (MEMORY_FRACTION of it, or the backend's ``memory_limit``), and a piece that
-still runs out of memory is halved.
+still runs out of memory is halved. The free memory counts the limit of
+CuPy's pool (``--gpu-memory``, CudaBackend's ``memory_cap``); a single unit
+that runs out of memory ends the run with msa.backends.DeviceMemoryError,
+naming the cap that would do.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from collections.abc import Callable
 import cupy as cp
 import numpy as np
 
+from msa.backends import DeviceMemoryError
 from msa.distances.condensed import condensed_offsets
 from msa.seqdb import _ranges
 
@@ -46,9 +50,25 @@ def condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def free_bytes() -> int:
-    """Free device bytes, counting what CuPy's pool holds but does not use."""
+    """Free device bytes, counting what CuPy's pool holds but does not use, within the pool's
+    limit (``--gpu-memory``) when it has one."""
     free, _ = cp.cuda.runtime.memGetInfo()
-    return int(free) + int(cp.get_default_memory_pool().free_bytes())
+    pool = cp.get_default_memory_pool()
+    free = int(free) + int(pool.free_bytes())
+    limit = int(pool.get_limit())
+    if limit:
+        free = min(free, limit - int(pool.used_bytes()))
+    return max(free, 0)
+
+
+def too_small(planned: float, exc: BaseException) -> DeviceMemoryError:
+    """The error of a unit of work that ran out of device memory alone: it needs at least
+    what was in use before it plus its planned cost, or what CuPy had allocated plus the
+    allocation that failed, whichever is more; the cap is the pool's limit (None: no cap)."""
+    seen = DeviceMemoryError.from_exception(exc)
+    needed = max(int(planned), seen.needed if seen is not None else 0)
+    limit = int(cp.get_default_memory_pool().get_limit()) or None
+    return DeviceMemoryError(needed, limit)
 
 
 def run_in_pieces(cost: np.ndarray, run: Callable[[int, int], None], limit: int | None = None) -> None:
@@ -56,21 +76,23 @@ def run_in_pieces(cost: np.ndarray, run: Callable[[int, int], None], limit: int 
 
     The budget is MEMORY_FRACTION of the free memory, or ``limit`` bytes if
     that is lower. A piece that still runs out of device memory is halved and
-    tried again.
+    tried again; one unit that runs out of memory alone raises DeviceMemoryError.
     """
     cum = np.concatenate(([0.0], np.cumsum(cost, dtype=np.float64)))
     budget = free_bytes() * MEMORY_FRACTION
     if limit is not None:
         budget = min(budget, limit)
+    pool = cp.get_default_memory_pool()
     lo, n = 0, len(cost)
     while lo < n:
         hi = min(n, max(lo + 1, int(np.searchsorted(cum, cum[lo] + budget, side="right")) - 1))
+        used = int(pool.used_bytes())
         try:
             run(lo, hi)
-        except cp.cuda.memory.OutOfMemoryError:
+        except cp.cuda.memory.OutOfMemoryError as exc:
             if hi - lo == 1:
-                raise
-            cp.get_default_memory_pool().free_all_blocks()
+                raise too_small(used + float(cost[lo]), exc) from None
+            pool.free_all_blocks()
             budget = (cum[hi] - cum[lo]) / 2
             continue
         lo = hi
