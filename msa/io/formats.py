@@ -216,9 +216,9 @@ def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input") 
     insert = ((text >= ord("a")) & (text <= ord("z"))) | (text == ord("."))
     match = ~insert
     before = np.cumsum(match) - match  # match states before each byte, over all rows
-    row_first = np.concatenate(([0], np.cumsum(match)))[offsets[:-1]]
-    per_row = np.add.reduceat(match.astype(np.int64), offsets[:-1]) if len(text) else np.zeros(n, np.int64)
-    per_row[np.diff(offsets) == 0] = 0
+    match_cum = np.concatenate(([0], np.cumsum(match, dtype=np.int64)))
+    row_first = match_cum[offsets[:-1]]
+    per_row = match_cum[offsets[1:]] - match_cum[offsets[:-1]]  # empty rows too (reduceat cannot)
     if n and np.any(per_row != per_row[0]):
         bad = int(np.flatnonzero(per_row != per_row[0])[0])
         raise InputError(
