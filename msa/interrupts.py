@@ -1,6 +1,6 @@
 """SIGINT and SIGTERM stop a run at its next checkpoint, leaving no partial file.
 
-The command line (:func:`msa.cli._errors`) installs :func:`handling` for the
+The command line (:func:`msa.cli.common._errors`) installs :func:`handling` for the
 length of a command. The handler only notes the signal; :func:`check`, called
 at the checkpoints of a run (every progress stage's start and end and every
 ``advance`` of its bar, each PartTree depth, each progressive level), raises

@@ -1,0 +1,238 @@
+"""``msa align``: one family to -o/stdout, or many to -O (in this process or on a Dask cluster)."""
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import Annotated, Optional
+
+import typer
+
+from msa import interrupts
+from msa.cli.app import app
+from msa.cli.common import _errors, _newick_bytes, _optional_output, _output, _output_note
+from msa.cli.options import (
+    DeviceChoice, DeviceOpt, DistanceChoice, DistanceOpt, ExactOpt, Format, GapExtendOpt, GapOpenOpt,
+    GpuMemoryOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt,
+    SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt, TerminalGapOpt,
+    ThreadsOpt, VerboseOpt, _D, _check_scoring, _memory_cap, _params, _tree_choice, _tree_options,
+)
+from msa.io import read_fasta, write_alignment
+from msa.io.formats import output_size
+from msa.io.output import check_space
+from msa.params import AlignParams
+from msa.progress import Progress
+from msa.startup import BackendStart
+
+
+@app.command()
+def align(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="IN...",
+            help="FASTA file (protein or nucleotides), gzipped or not; '-' reads stdin. Several files, or a directory "
+            "(its files in name order), with -O.",
+        ),
+    ],
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="Output file ('.gz' compresses); stdout if omitted.")
+    ] = None,
+    output_dir: Annotated[
+        Optional[str],
+        typer.Option(
+            "--output-dir", "-O",
+            help="Write one alignment per input here (made if missing), named after the input: "
+            "PF00078.fa.gz -> PF00078.fa, PF00078.10000 -> PF00078.10000.fa (the --format's extension).",
+        ),
+    ] = None,
+    gzip_out: Annotated[bool, typer.Option("--gzip", help="With -O: gzip each output (its name ends .gz).")] = False,
+    skip_existing: Annotated[
+        bool,
+        typer.Option("--skip-existing", help="With -O: skip inputs whose output exists (resumes a run)."),
+    ] = False,
+    scheduler: Annotated[
+        Optional[str],
+        typer.Option(
+            "--scheduler",
+            help="With -O: align the families on this Dask cluster (scheduler address, tcp://host:8786); "
+            "its workers must see the inputs and -O at the same paths. Needs msa[dask].",
+        ),
+    ] = None,
+    workers: Annotated[
+        Optional[int],
+        typer.Option(
+            "--workers", min=1,
+            help="With -O: start a local Dask cluster for the run: one worker per GPU (at most N) with "
+            "dask-cuda and a GPU, else N CPU worker processes. Needs msa[dask].",
+        ),
+    ] = None,
+    gpus: Annotated[
+        Optional[int],
+        typer.Option("--gpus", min=1, help="With -O: a local dask-cuda cluster of N GPU workers. Needs msa[dask-gpu]."),
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),
+    device: DeviceOpt = DeviceChoice(_D.device),
+    threads: ThreadsOpt = _D.threads,
+    tree: Annotated[
+        str,
+        typer.Option(
+            "--tree",
+            help="Guide tree: auto (an exact tree up to --exact-tree-max, or --mst-tree-max for the "
+            "default single linkage over LCS; PartTree above), parttree, upgma, single, or a Newick file.",
+        ),
+    ] = _D.guide_tree,
+    tree_out: Annotated[
+        Optional[str], typer.Option("--tree-out", help="Also write the guide tree (Newick) here.")
+    ] = None,
+    partsize: PartsizeOpt = _D.partsize,
+    exact_tree_max: ExactOpt = _D.exact_tree_max,
+    mst_tree_max: MstOpt = _D.mst_tree_max,
+    distance: DistanceOpt = DistanceChoice(_D.distance),
+    linkage: LinkageOpt = LinkageChoice(_D.linkage),
+    parttree_split: SplitOpt = SplitChoice(_D.parttree_split),
+    parttree_distance: SplitDistanceOpt = DistanceChoice(_D.parttree_distance),
+    seq_type: SeqTypeOpt = SeqTypeChoice(_D.seq_type),
+    matrix: MatrixOpt = _D.matrix,
+    gap_open: GapOpenOpt = _D.gap_open,
+    gap_extend: GapExtendOpt = _D.gap_extend,
+    terminal_gap: TerminalGapOpt = _D.terminal_gap,
+    keep_duplicates: KeepDupOpt = _D.keep_duplicates,
+    seed: SeedOpt = _D.seed,
+    gpu_memory: GpuMemoryOpt = None,
+    quiet: QuietOpt = _D.quiet,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Align a FASTA file (protein, DNA or RNA), or each of many files into a directory (-O)."""
+    with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
+        params = _params(
+            seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
+            **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
+            keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
+            **_tree_choice(tree),
+        )
+        if tree_out is not None and params.tree_file is not None:
+            raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
+        _check_many_options(inputs, output, output_dir, tree_out, gzip_out, skip_existing)
+        cluster = _check_cluster_options(output_dir, params.device, scheduler, workers, gpus)
+        _check_scoring(params)  # an unknown matrix fails before any work
+        memory_cap = _memory_cap(gpu_memory)
+        if output_dir is not None:
+            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster, memory_cap)
+            return
+        input = inputs[0]
+        start = time.perf_counter()
+        with BackendStart(params.device, memory_cap) as backend_start:
+            with progress.stage("reading"):
+                db = read_fasta(input)
+            from msa.pipeline import prepare
+
+            db, run = prepare(db, params, note=False)  # the sequence type, once for the tree and the alignment
+            with _output(output) as out, _optional_output(tree_out) as newick_out:
+                backend = functools.partial(backend_start.backend, quiet=quiet)
+                width, nbytes = _align_to(out, newick_out, db, run, backend, fmt.value, progress)
+                interrupts.finished()  # the outputs are whole: a signal no longer stops their rename
+        kind = f"{run.seq_type}, detected" if params.seq_type == "auto" else run.seq_type
+        progress.note(
+            f"aligned {len(db)} sequences ({kind}) into {width} columns in {time.perf_counter() - start:.1f} s"
+        )
+        if progress.verbose:
+            progress.note(_output_note(output, nbytes))
+
+
+def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_out: bool, skip_existing: bool) -> None:
+    """One-line usage errors of the one-input (-o, stdout) and many-input (-O) forms of ``align``."""
+    if output_dir is not None:
+        if output is not None:
+            raise ValueError("-o/--output and -O/--output-dir do not go together")
+        if tree_out is not None:
+            raise ValueError("--tree-out takes one input written with -o or to stdout, not -O/--output-dir")
+        return
+    if len(inputs) > 1:
+        raise ValueError(f"{len(inputs)} inputs: write one alignment each with -O/--output-dir DIR (-o takes one)")
+    if os.path.isdir(inputs[0]):
+        raise IsADirectoryError(21, "Is a directory (to align the files in it, give -O/--output-dir DIR)", inputs[0])
+    if gzip_out or skip_existing:
+        raise ValueError("--gzip and --skip-existing go with -O/--output-dir (name the -o file .gz to compress it)")
+
+
+def _check_cluster_options(output_dir, device: str, scheduler, workers, gpus) -> dict | None:
+    """``--scheduler``/``--workers``/``--gpus`` (one, with -O, Dask installed) as run_families_dask's keywords."""
+    given = {k: v for k, v in (("scheduler", scheduler), ("workers", workers), ("gpus", gpus)) if v is not None}
+    if not given:
+        return None
+    if output_dir is None:
+        flags = ", ".join(f"--{k}" for k in given)
+        raise ValueError(f"{flags} with -O/--output-dir DIR only (the workers write the families' outputs there)")
+    from msa.distributed import check_options
+
+    check_options(device, **given)
+    return given
+
+
+def _align_many(
+    inputs: list[str], output_dir: str, params: AlignParams, fmt: str, gzip_out: bool, skip_existing: bool,
+    progress: Progress, cluster: dict | None = None, memory_cap: int | None = None,
+) -> None:
+    """``align -O``: one backend for every family (msa.run), or the families on a Dask cluster
+    (msa.distributed); a failed family is one line, then exit 1."""
+    from msa.run import FamilyResult, plan_run, run_families
+
+    families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip_out)  # a bad -O fails before any work
+
+    def report(result: FamilyResult) -> None:
+        if result.status == "failed":
+            progress.error(result.error or result.input)
+        elif progress.verbose:
+            progress.note(
+                f"{result.input}: {result.sequences} sequences into {result.width} columns "
+                f"in {result.seconds:.1f} s"
+            )
+
+    if cluster is not None:
+        from msa.distributed import run_families_dask
+
+        summary = run_families_dask(
+            families, params, fmt=fmt, skip_existing=skip_existing, progress=progress, on_result=report, **cluster
+        )
+    else:
+        with BackendStart(params.device, memory_cap) as backend_start:
+            backend = functools.partial(backend_start.backend, quiet=params.quiet)
+            summary = run_families(
+                families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, progress=progress,
+                on_result=report,
+            )
+    total, failed, skipped = len(summary.results), len(summary.failed), len(summary.skipped)
+    parts = [f"{n} {what}" for n, what in ((skipped, "skipped (outputs exist)"), (failed, "failed")) if n]
+    progress.note(
+        f"aligned {len(summary.done)} of {total} families into {output_dir} in {summary.seconds:.1f} s"
+        + "".join(f"; {part}" for part in parts)
+    )
+    if failed:
+        progress.error(f"{failed} of {total} families failed")
+        raise typer.Exit(1)
+
+
+def _align_to(
+    out, newick_out, db, params: AlignParams, backend, fmt: str, progress: Progress
+) -> tuple[int, int | None]:
+    """The work of ``align`` once the input is read and the outputs are open; the width and
+    the bytes written (None where not counted).
+
+    ``backend`` is a function that waits for the backend's start, called as late as can be.
+    An output that cannot fit even at the longest sequence's width fails before the
+    alignment; write_alignment checks the exact size once the width is known."""
+    from msa.pipeline import align_db, tree_db
+
+    check_space(out, output_size(db.names, db.descriptions, int(db.lengths.max(initial=0)), fmt), at_least=True)
+    guide = None
+    if newick_out is not None:
+        backend = backend()
+        with progress.stage("guide tree"):
+            guide, names = tree_db(db, params, backend)
+        newick_out.write(_newick_bytes(guide, names))
+    aligned = align_db(db, params, backend, tree=guide)  # reports its own stages
+    with progress.stage("writing"):
+        nbytes = write_alignment(out, aligned, fmt)
+    return aligned.width, nbytes
+

@@ -1,0 +1,44 @@
+"""The Typer application and the process-wide settings of a command run."""
+from __future__ import annotations
+
+import atexit
+import functools
+import gc
+
+import typer
+
+
+app = typer.Typer(
+    name="msa",
+    help="Multiple sequence alignment of large protein families (PartTree guide trees, "
+    "batched profile alignment on the GPU or CPU).",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+
+def main() -> None:
+    """Entry point of ``python -m msa``."""
+    app(prog_name="msa")
+
+
+@app.callback()
+def _short_lived_process() -> None:
+    """Settings for a process that runs one command (both entry points pass here)."""
+    _tune_gc()
+
+
+@functools.cache
+def _tune_gc() -> None:
+    """Garbage-collector settings of a short-lived process, applied once.
+
+    Numba's typing registries, loaded with the first cached kernel, leave
+    ~10^5 long-lived objects. With the default thresholds the collector scans
+    them again and again while they load, and once more at interpreter exit;
+    fewer young collections and a freeze before exit save ~0.3 s of a 2 s tiny
+    run. The arrays that hold the data are not tracked by the collector, so
+    this costs no memory to speak of.
+    """
+    gc.set_threshold(10_000, 50, 50)
+    atexit.register(gc.freeze)
