@@ -33,7 +33,7 @@ from typing import Any
 from msa.backends import Backend, BackendUnavailable, get_backend
 from msa.params import AlignParams
 from msa.progress import Progress, current
-from msa.run import Family, FamilyResult, RunSummary, _count, _family_error, align_file
+from msa.run import Family, FamilyResult, RunSummary, _count, _family_error, align_file, pending
 
 #: How often Dask runs a family again after an error in its task (a worker that dies is counted
 #: apart, by the scheduler's ``distributed.scheduler.allowed-failures``, 3 by default).
@@ -150,14 +150,7 @@ def run_families_dask(
     distributed = check_options(params.device, scheduler, workers, gpus)
     start = time.perf_counter()
     progress = progress or current()
-    results: dict[str, FamilyResult] = {}
-    todo: list[Family] = []
-    for family in families:
-        if skip_existing and os.path.exists(family.output):
-            results[family.input] = FamilyResult(family.input, family.output, "skipped")
-        else:
-            todo.append(family)
-    todo.sort(key=lambda f: (-f.size, f.input))  # largest first, as in the single-process run
+    results, todo = pending(families, skip_existing)
     if todo:
         with _client(distributed, params, scheduler, workers, gpus) as (client, params):
             for result in _submit_and_collect(distributed, client, todo, params, fmt, progress, on_result):

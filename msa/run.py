@@ -174,6 +174,21 @@ def align_file(
     )
 
 
+def pending(families: Sequence[Family], skip_existing: bool) -> tuple[dict[str, FamilyResult], list[Family]]:
+    """The skipped families' results (``--skip-existing``: the output exists, so it is complete),
+    and the families to align, largest first: the long ones start early (on one device or on
+    a cluster's workers)."""
+    results: dict[str, FamilyResult] = {}
+    todo: list[Family] = []
+    for family in families:
+        if skip_existing and os.path.exists(family.output):
+            results[family.input] = FamilyResult(family.input, family.output, "skipped")
+        else:
+            todo.append(family)
+    todo.sort(key=lambda f: (-f.size, f.input))
+    return results, todo
+
+
 def run_families(
     families: Sequence[Family],
     params: AlignParams,
@@ -192,15 +207,7 @@ def run_families(
     """
     start = time.perf_counter()
     progress = progress or current()
-    results: dict[str, FamilyResult] = {}
-    todo: list[Family] = []
-    for family in families:
-        if skip_existing and os.path.exists(family.output):
-            results[family.input] = FamilyResult(family.input, family.output, "skipped")
-        else:
-            todo.append(family)
-    # Largest first: the long ones start early (and later, batches of the small ones fill the device).
-    todo.sort(key=lambda f: (-f.size, f.input))
+    results, todo = pending(families, skip_existing)
     shared = _SharedBackend(backend, params)
     residues = 0
     with progress.stage("families", total=len(todo), note=False) as advance:

@@ -13,6 +13,7 @@ from msa.cli.options import (
     _params,
 )
 from msa.io import read_fasta, write_alignment
+from msa.params import AlignParams
 from msa.progress import Progress
 from msa.startup import BackendStart
 
@@ -36,9 +37,7 @@ def merge(
 ) -> None:
     """Align two alignments to each other (profile-profile): A's rows then B's, each side's columns in order."""
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
-        params = _params(seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
-                         terminal_gap=terminal_gap, threads=threads, device=device, quiet=quiet)
-        _check_scoring(params)
+        params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         from msa.io.formats import read_alignment
 
         with BackendStart(params.device) as backend_start:
@@ -46,9 +45,6 @@ def merge(
                 a, b = read_alignment(first, in_format), read_alignment(second, in_format)
             with _output(output) as out:
                 from msa.merge import merge_alignments
-                from msa.pipeline import _set_threads
-
-                _set_threads(params.threads)
                 merged = merge_alignments(a, b, params, backend_start.backend(quiet=quiet))
                 with progress.stage("writing"):
                     write_alignment(out, merged, fmt.value)
@@ -80,9 +76,7 @@ def add(
 ) -> None:
     """Add new sequences to an existing alignment: each aligned to its profile, existing rows kept."""
     with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
-        params = _params(seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
-                         terminal_gap=terminal_gap, threads=threads, device=device, quiet=quiet)
-        _check_scoring(params)
+        params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         from msa.io.formats import read_alignment
 
         with BackendStart(params.device) as backend_start:
@@ -91,9 +85,6 @@ def add(
                 db = read_fasta(new)
             with _output(output) as out:
                 from msa.merge import add_sequences
-                from msa.pipeline import _set_threads
-
-                _set_threads(params.threads)
                 result, dropped = add_sequences(old, db, params, backend_start.backend(quiet=quiet), keep_length)
                 with progress.stage("writing"):
                     write_alignment(out, result, fmt.value)
@@ -101,3 +92,15 @@ def add(
             f"added {len(db)} sequences to {len(old.names)} rows: {result.width} columns"
             + (f"; {dropped} inserted residues left out (--keep-length)" if dropped else "")
         )
+
+
+def _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet) -> AlignParams:
+    """merge's and add's AlignParams: the scoring options; an unknown matrix fails before any
+    work, and the CPU threads are set before the merges."""
+    from msa.pipeline import _set_threads
+
+    params = _params(seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
+                     terminal_gap=terminal_gap, threads=threads, device=device, quiet=quiet)
+    _check_scoring(params)
+    _set_threads(params.threads)
+    return params

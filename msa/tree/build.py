@@ -7,7 +7,7 @@ from msa.params import AlignParams, Linkage
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
 from msa.tree.linkage import batch_linkage, finalize, graft, prim_single_linkages
-from msa.tree.parttree import exact_limit, group_distances, parttree, uses_sample_split
+from msa.tree.parttree import exact_limit, group_distances, parttree, prim_for_every_group, uses_sample_split
 
 
 def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
@@ -52,8 +52,7 @@ def exact_tree(db: SeqDB, tables, params: AlignParams, backend, method: Linkage)
     off = np.array([0, n], dtype=np.int64)
     if n == 1:
         return GuideTree(1, np.zeros((0, 2), dtype=np.int64), np.zeros(0))
-    prim = method == "single" and params.distance == "lcs" and getattr(backend, "prim_every_group", False)
-    if prim or n > params.exact_tree_max:  # single linkage over LCS (within mst_tree_max past the matrix)
+    if prim_for_every_group(params, method, backend) or n > params.exact_tree_max:  # single linkage over LCS (within mst_tree_max past the matrix)
         merges, heights = prim_single_linkages(db.codes, db.offsets, ids, off, backend)
     else:
         dist, dist_off = group_distances(db, tables, ids, off, params, backend)

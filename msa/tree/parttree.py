@@ -122,9 +122,7 @@ class _ExactQueue:
         self.groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.prim: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.pairs = 0
-        self.all_prim = (
-            method == "single" and params.distance == "lcs" and getattr(backend, "prim_every_group", False)
-        )
+        self.all_prim = prim_for_every_group(params, method, backend)
 
     def add(self, members: np.ndarray, off: np.ndarray, roots: np.ndarray) -> None:
         if len(roots) == 0:
@@ -178,6 +176,12 @@ def _joined(groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np
 def uses_sample_split(params: AlignParams) -> bool:
     """Whether PartTree splits by a sample's single-linkage tree (LCS only; no 6-mer tables needed)."""
     return params.parttree_split == "sample" and params.parttree_distance == "lcs"
+
+
+def prim_for_every_group(params: AlignParams, method: str, backend) -> bool:
+    """Whether every exact group (not only those past exact_tree_max) takes Prim's MST: single
+    linkage over LCS on a backend that prefers it (``Backend.prim_every_group``: the GPU)."""
+    return method == "single" and params.distance == "lcs" and getattr(backend, "prim_every_group", False)
 
 
 def exact_limit(params: AlignParams, method: str, backend) -> int:
