@@ -62,17 +62,22 @@ def progressive_align(
 
     pool = _ProfilePool(backend, db, tree.n_nodes)
     sizes = np.ones(tree.n_nodes, dtype=np.int64)
+    done: list[np.ndarray] = []  # the batches as run: levels, cut where they do not fit the device
     batch_maps: list[np.ndarray] = []
     with current().stage("aligning profiles", total=n - 1) as advance:
-        for nodes in batches:
-            kids = tree.children[nodes - n].reshape(-1)
-            sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
-            gathered, col_offsets = pool.take(kids)
-            result = backend.profile_align(AlignBatch(gathered, col_offsets, sizes[kids], matrix, g))
-            pool.add_level(nodes, result.counts, result.col_offsets)
-            batch_maps.append(result.maps.astype(xp.int32))
-            advance(len(nodes))
-    columns = _place_columns(backend, db, tree, batches, batch_maps, pool)
+        for level in batches:
+            cuts = backend.level_cuts(pool.widths[tree.children[level - n].reshape(-1)])
+            for nodes in np.split(level, cuts[1:-1]):
+                kids = tree.children[nodes - n].reshape(-1)
+                sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
+                gathered, col_offsets = pool.take(kids)
+                result = backend.profile_align(AlignBatch(gathered, col_offsets, sizes[kids], matrix, g))
+                del gathered
+                pool.add_level(nodes, result.counts, result.col_offsets)
+                batch_maps.append(result.maps.astype(xp.int32))
+                done.append(nodes)
+                advance(len(nodes))
+    columns = _place_columns(backend, db, tree, done, batch_maps, pool)
     return backend.to_host(columns), int(pool.widths[tree.root])
 
 

@@ -123,6 +123,11 @@ class Backend(Protocol):
     # place_segments: targets[target[g]][start[g] + c] = values[parent[g] + maps[off[g] + c]]
     # for c < widths[g], off the segments' offsets laid end to end.
     def gather_profiles(self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes): ...
+    # level_cuts: where to cut a level's merges (their children's widths, two per merge, in
+    # merge order) into consecutive pieces whose gathered tables fit the memory the backend may
+    # use; [0, n_merges] when a level need not be cut (the CPU). A piece is one batch of
+    # merges, so the cut changes no result (``--gpu-memory`` below a whole level's tables).
+    def level_cuts(self, kid_widths: np.ndarray) -> np.ndarray: ...
     def place_segments(
         self, targets: list, target: np.ndarray, start: np.ndarray, values, maps, parent: np.ndarray,
         widths: np.ndarray,

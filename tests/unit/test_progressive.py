@@ -274,6 +274,33 @@ def _famsa_matrix():
     return np.array([[int(x) for x in r[1:]] for r in rows[1:]], dtype=np.int64)
 
 
+class CutEveryLevel(CpuBackend):
+    """Cuts every level into pieces of ``per`` merges, as the GPU does under --gpu-memory."""
+
+    def __init__(self, per: int) -> None:
+        self.per, self.pieces = per, 0
+
+    def level_cuts(self, kid_widths):
+        n = len(kid_widths) // 2
+        cuts = np.unique(np.append(np.arange(0, n, self.per), n))
+        self.pieces += len(cuts) - 1
+        return cuts
+
+
+@pytest.mark.parametrize("per", [1, 2, 3])
+def test_levels_cut_into_pieces_give_the_same_alignment(per):
+    """A level run as several batches (device memory too small for its tables) changes nothing."""
+    rng = np.random.default_rng(per)
+    db = random_db(rng, 40, 5, 80)
+    for tree in (balanced(40), random_tree(rng, 40)):
+        want = progressive_align(db, tree, MATRIX, GAPS, CpuBackend())
+        cut = CutEveryLevel(per)
+        got = progressive_align(db, tree, MATRIX, GAPS, cut)
+        assert got[1] == want[1] and np.array_equal(got[0], want[0])
+        assert cut.pieces > len(np.unique(tree.levels()))  # some level was cut
+        check_invariants(db, *got)
+
+
 def test_identical_to_famsa_with_its_tree_and_matrix():
     pyfamsa = pytest.importorskip("pyfamsa")
     fasta = SHARED / "datasets" / "balifam" / "balifam1000" / "in" / "PF00046.1000"

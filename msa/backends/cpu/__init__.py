@@ -43,6 +43,11 @@ class CpuBackend:
         return a
 
     @staticmethod
+    def level_cuts(kid_widths: np.ndarray) -> np.ndarray:
+        """One piece: host memory holds what a level gathers; see Backend."""
+        return np.array([0, len(kid_widths) // 2], dtype=np.int64)
+
+    @staticmethod
     def gather_profiles(
         parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: np.ndarray
     ) -> np.ndarray:

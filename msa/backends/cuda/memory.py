@@ -71,6 +71,29 @@ def too_small(planned: float, exc: BaseException) -> DeviceMemoryError:
     return DeviceMemoryError(needed, limit)
 
 
+def piece_budget(limit: int | None = None) -> float:
+    """Bytes one piece of work may plan to use: MEMORY_FRACTION of the free memory, at most ``limit``."""
+    budget = free_bytes() * MEMORY_FRACTION
+    return budget if limit is None else min(budget, limit)
+
+
+def piece_cuts(cost: np.ndarray, budget: float) -> np.ndarray:
+    """Boundaries of consecutive pieces of units ``cost`` (bytes each), each within ``budget``
+    unless one unit alone is over it."""
+    cum = np.concatenate(([0.0], np.cumsum(cost, dtype=np.float64)))
+    cuts, lo = [0], 0
+    while lo < len(cost):
+        lo = _piece_end(cum, lo, budget)
+        cuts.append(lo)
+    return np.array(cuts, dtype=np.int64)
+
+
+def _piece_end(cum: np.ndarray, lo: int, budget: float) -> int:
+    """End of the piece starting at unit ``lo``: as many units as fit ``budget``, at least one."""
+    n = len(cum) - 1
+    return min(n, max(lo + 1, int(np.searchsorted(cum, cum[lo] + budget, side="right")) - 1))
+
+
 def run_in_pieces(cost: np.ndarray, run: Callable[[int, int], None], limit: int | None = None) -> None:
     """Call ``run(lo, hi)`` over units ``[0, len(cost))`` in pieces whose cost (bytes) fits the free memory.
 
@@ -79,13 +102,11 @@ def run_in_pieces(cost: np.ndarray, run: Callable[[int, int], None], limit: int 
     tried again; one unit that runs out of memory alone raises DeviceMemoryError.
     """
     cum = np.concatenate(([0.0], np.cumsum(cost, dtype=np.float64)))
-    budget = free_bytes() * MEMORY_FRACTION
-    if limit is not None:
-        budget = min(budget, limit)
+    budget = piece_budget(limit)
     pool = cp.get_default_memory_pool()
     lo, n = 0, len(cost)
     while lo < n:
-        hi = min(n, max(lo + 1, int(np.searchsorted(cum, cum[lo] + budget, side="right")) - 1))
+        hi = _piece_end(cum, lo, budget)
         used = int(pool.used_bytes())
         try:
             run(lo, hi)
