@@ -51,14 +51,18 @@ def condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
 
 def free_bytes() -> int:
     """Free device bytes, counting what CuPy's pool holds but does not use, within the pool's
-    limit (``--gpu-memory``) when it has one."""
+    limit (``--gpu-memory``) when it has one.
+
+    Under a limit the pool's cached blocks are released first and only what the pool has not
+    reserved counts: CuPy checks the limit against its reserved bytes (cached blocks included)
+    and does not release them before refusing, and a split block cannot be released at all."""
     free, _ = cp.cuda.runtime.memGetInfo()
     pool = cp.get_default_memory_pool()
-    free = int(free) + int(pool.free_bytes())
     limit = int(pool.get_limit())
     if limit:
-        free = min(free, limit - int(pool.used_bytes()))
-    return max(free, 0)
+        pool.free_all_blocks()
+        return max(min(int(free), limit - int(pool.total_bytes())), 0)
+    return int(free) + int(pool.free_bytes())
 
 
 def too_small(planned: float, exc: BaseException) -> DeviceMemoryError:
@@ -98,25 +102,30 @@ def run_in_pieces(cost: np.ndarray, run: Callable[[int, int], None], limit: int 
     """Call ``run(lo, hi)`` over units ``[0, len(cost))`` in pieces whose cost (bytes) fits the free memory.
 
     The budget is MEMORY_FRACTION of the free memory, or ``limit`` bytes if
-    that is lower. A piece that still runs out of device memory is halved and
-    tried again; one unit that runs out of memory alone raises DeviceMemoryError.
+    that is lower. A piece that still runs out of device memory is tried once more
+    after the pool's cached blocks are released, then halved; one unit that runs out
+    of memory alone raises DeviceMemoryError.
     """
     cum = np.concatenate(([0.0], np.cumsum(cost, dtype=np.float64)))
     budget = piece_budget(limit)
     pool = cp.get_default_memory_pool()
     lo, n = 0, len(cost)
+    retried = False
     while lo < n:
         hi = _piece_end(cum, lo, budget)
         used = int(pool.used_bytes())
         try:
             run(lo, hi)
         except cp.cuda.memory.OutOfMemoryError as exc:
+            pool.free_all_blocks()
+            if not retried:
+                retried = True
+                continue
             if hi - lo == 1:
                 raise too_small(used + float(cost[lo]), exc) from None
-            pool.free_all_blocks()
             budget = (cum[hi] - cum[lo]) / 2
             continue
-        lo = hi
+        lo, retried = hi, False
 
 
 def condensed_in_pieces(
