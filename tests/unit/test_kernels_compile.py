@@ -22,7 +22,8 @@ def test_kernel_compiles(name, tmp_path):
 
 
 def test_installed_package_ships_the_kernels() -> None:
-    """`pip install .` puts every kernels/*.cu inside the package, where kernels.load looks first."""
+    """`pip install .` puts every kernels/*.cu inside the package, where kernels.load looks first,
+    and the fatbins of msa/_cubin."""
     from importlib import metadata
     from pathlib import Path
 
@@ -35,4 +36,8 @@ def test_installed_package_ships_the_kernels() -> None:
     sources = sorted(p.name for p in checkout.glob("*.cu*"))
     assert sources, "no kernel sources in the checkout"
     missing = [name for name in sources if f"msa/_kernels/{name}" not in installed]
+    # and the compiled kernels (tests/unit/test_kernels_shipped.py checks they are current)
+    shipped = sorted(p.name for p in (checkout.parent / "msa" / "_cubin").iterdir())
+    assert "manifest.json" in shipped
+    missing += [name for name in shipped if f"msa/_cubin/{name}" not in installed]
     assert not missing, f"not in the installed package: {missing}"

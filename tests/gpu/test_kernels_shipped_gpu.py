@@ -1,0 +1,123 @@
+"""The shipped fatbins (msa/_cubin) on the GPU: every module loads from its fatbin without
+NVRTC compiling anything, exposes the same kernels as NVRTC's compile of the source, and a
+run gives the same bytes both ways. The other GPU tests (CPU oracle identity) run on the
+fatbins too, since kernels.load takes them by default."""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from msa import kernels
+
+pytestmark = pytest.mark.gpu
+cp = pytest.importorskip("cupy", reason="needs CuPy")
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
+_spec = importlib.util.spec_from_file_location("msa_kernels_build", REPO / "kernels" / "build.py")
+BUILD = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(BUILD)
+USED = BUILD.used_modules()
+IDS = [kernels.fatbin_name(n, d) for n, d in USED]
+
+
+def entry_points(module) -> list[str]:
+    """Names of a loaded module's kernels, from the driver (cuModuleEnumerateFunctions, CUDA 12.4+)."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    if not hasattr(cuda, "cuModuleEnumerateFunctions"):
+        pytest.skip("the driver cannot enumerate a module's functions (older than CUDA 12.4)")
+    handle = ctypes.c_void_p(module.module.ptr)
+    count = ctypes.c_uint()
+    assert cuda.cuModuleGetFunctionCount(ctypes.byref(count), handle) == 0
+    funcs = (ctypes.c_void_p * count.value)()
+    assert cuda.cuModuleEnumerateFunctions(funcs, count, handle) == 0
+    names = []
+    for f in funcs:
+        name = ctypes.c_char_p()
+        assert cuda.cuFuncGetName(ctypes.byref(name), ctypes.c_void_p(f)) == 0
+        names.append(name.value.decode())
+    return sorted(names)
+
+
+LOAD_ALL = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from msa import kernels
+from test_kernels_shipped_gpu import USED, entry_points
+names = {}
+for name, defines in USED:
+    module = kernels.load(name, defines, 0)
+    names[kernels.fatbin_name(name, defines)] = entry_points(module)
+    for fn in names[kernels.fatbin_name(name, defines)]:
+        module.get_function(fn).kernel  # noqa: B018  (each kernel looked up, as a launch does)
+print(json.dumps({"routes": {kernels.fatbin_name(n, d): r for (n, d, _), r in kernels.ROUTES.items()}, "names": names}))
+"""
+
+
+def _env(cache: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "MSA_KERNELS"}
+    env.update(CUPY_CACHE_DIR=str(cache), CUPY_CACHE_SAVE_CUDA_SOURCE="1", **extra)
+    return env
+
+
+def test_every_module_loads_from_its_fatbin_and_nothing_compiles(tmp_path: Path) -> None:
+    """In a fresh process with an empty CuPy cache: all fatbins, every kernel found, cache still empty."""
+    cache = tmp_path / "cupy-cache"
+    done = subprocess.run([sys.executable, "-c", LOAD_ALL, str(Path(__file__).parent)], env=_env(cache),
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["routes"] == {name: "fatbin" for name in IDS}
+    assert all(out["names"][name] for name in IDS)
+    compiled = sorted(p.name for p in cache.rglob("*")) if cache.exists() else []
+    assert compiled == [], f"NVRTC compiled while loading the shipped kernels: {compiled}"
+
+
+@pytest.mark.parametrize(("name", "defines"), USED, ids=IDS)
+def test_fatbin_and_nvrtc_modules_have_the_same_kernels(name: str, defines) -> None:
+    """Same entry points, same static shared memory; registers printed for the record."""
+    shipped = cp.RawModule(path=str(kernels.shipped(name, defines)))
+    nvrtc = cp.RawModule(code=kernels.source(name), options=kernels.options(defines))
+    names = entry_points(shipped)
+    assert names and names == entry_points(nvrtc)
+    for fn in names:
+        a, b = shipped.get_function(fn).attributes, nvrtc.get_function(fn).attributes
+        assert a["shared_size_bytes"] == b["shared_size_bytes"], fn
+        print(f"{fn}: registers fatbin {a['num_regs']} nvrtc {b['num_regs']}, "
+              f"local bytes {a['local_size_bytes']} / {b['local_size_bytes']}")
+
+
+def _align(tmp_path: Path, tag: str, **env: str) -> tuple[bytes, Path]:
+    cache = tmp_path / f"cache-{tag}"
+    out = tmp_path / f"{tag}.fa"
+    cmd = [sys.executable, "-m", "msa", "align", str(EXAMPLE), "-o", str(out), "--device", "cuda"]
+    done = subprocess.run(cmd, env=_env(cache, **env), capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    return out.read_bytes(), cache
+
+
+def _ours(sources) -> list[str]:
+    """Those of the CuPy cache's saved sources that are msa's kernels (the loader's #line marker)."""
+    marks = [f'#line 1 "{n}.cu"' for n, _ in USED]
+    return [p.name for p in sources if any(m in p.read_text(errors="replace") for m in marks)]
+
+
+def test_example_is_the_same_from_fatbins_and_from_nvrtc(tmp_path: Path) -> None:
+    """The CLI on the bundled example, empty CuPy caches: identical bytes; with the fatbins, none
+    of msa's kernels reaches NVRTC (what CuPy compiles for its own array operations is reported)."""
+    shipped, cache = _align(tmp_path, "fatbin")
+    nvrtc, nvrtc_cache = _align(tmp_path, "nvrtc", MSA_KERNELS="nvrtc")
+    assert shipped == nvrtc
+    sources = sorted(cache.rglob("*.cu")) if cache.exists() else []
+    assert _ours(sources) == [], f"msa kernels compiled by NVRTC despite the fatbins: {_ours(sources)}"
+    assert _ours(nvrtc_cache.rglob("*.cu")), "MSA_KERNELS=nvrtc compiled none of msa's kernels"
+    warnings.warn(f"first run of the example compiled {len(sources)} CuPy-internal kernels with NVRTC "
+                  f"(elementwise/reduction ops; msa's own: 0)", stacklevel=1)
