@@ -44,24 +44,20 @@ def test_levels_cut_under_a_low_limit_give_the_uncapped_alignment(cuda_backend) 
     from msa.backends.cpu import CpuBackend
     from msa.backends.cuda import CudaBackend
     from msa.io import read_fasta
-    from msa.params import AlignParams, gap_costs
-    from msa.alphabet import load_matrix
-    from msa.progressive import progressive_align
-    from msa.tree import build_guide_tree
+    from msa.params import AlignParams
+    from msa.pipeline import align_db
 
     db = read_fasta(EXAMPLE)
     params = AlignParams(quiet=True)
-    tree = build_guide_tree(db, params, CpuBackend())
-    matrix, gaps = load_matrix(params.matrix), gap_costs(params, len(db))
-    want = progressive_align(db, tree, matrix, gaps, CpuBackend())
-    low = CudaBackend(memory_limit=200_000)  # ~70 input columns of a level per piece
-    pieces = []
+    want = align_db(db, params, CpuBackend())
+    low = CudaBackend(memory_limit=200_000)  # ~1 merge of the leaf level per piece
+    pieces: list[int] = []
     cuts = low.level_cuts
     low.level_cuts = lambda w: pieces.append(len(cuts(w)) - 1) or cuts(w)
-    got = progressive_align(db, tree, matrix, gaps, low)
+    got = align_db(db, params, low)
     assert max(pieces) > 1
-    assert got[1] == want[1] and np.array_equal(got[0], want[0])
-    assert np.array_equal(progressive_align(db, tree, matrix, gaps, cuda_backend)[0], want[0])
+    assert got.width == want.width and np.array_equal(got.columns, want.columns)
+    assert np.array_equal(align_db(db, params, cuda_backend).columns, want.columns)
 
 
 def test_too_small_a_cap_is_one_line_naming_a_larger_one(run_msa, tmp_path: Path) -> None:

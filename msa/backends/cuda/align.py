@@ -11,7 +11,7 @@ import numpy as np
 
 from msa import kernels
 from msa.alphabet import N_CODES
-from msa.backends.cuda.memory import DeviceStage, run_in_pieces
+from msa.backends.cuda.memory import DeviceStage, piece_budget, piece_cuts, run_in_pieces
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 
 #: dp_fill block shapes, one column of P2 per thread (dp_fill<K> with K = 1; K = 8 measured
@@ -60,6 +60,10 @@ N_INFO = 12
 ALIGN_BYTES_PER_COLUMN = 112 + 5 * 8 + 24 * 8 + 4 + 24 + 24 * 4 + 8
 #: Device bytes per row of P1 of a chunk-boundary row buffer (D, H, V).
 ROW_BYTES = 3 * 8
+#: Device bytes a merge's input column holds outside profile_align while its level runs: the
+#: gathered table and at most one parent column (int32 x N_COUNTS each), and the int32 map kept
+#: for the top-down pass.
+LEVEL_BYTES_PER_COLUMN = 2 * 4 * N_COUNTS + 4
 
 
 class AlignStage(DeviceStage):
@@ -91,11 +95,7 @@ class AlignStage(DeviceStage):
         n_merges = batch.n_merges
         parents: list[cp.ndarray] = []
         lengths: list[np.ndarray] = []
-        w = np.diff(off)
-        wa, wb = w[0::2], w[1::2]
-        cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112) + _boundary_bytes(wa, wb) + (wa + 8) * (wb + 8) + 64
-        if n_merges < self.n_sm:
-            cost = cost + SCORE_BYTES * wa * wb
+        cost = self._align_cost(np.diff(off))
         with cp.cuda.Device(self.device):
             maps = cp.empty(int(off[-1]), dtype=cp.int64)
             consts = np.concatenate((np.ravel(batch.matrix), np.ravel(batch.gaps))).astype(np.int64)
@@ -128,6 +128,26 @@ class AlignStage(DeviceStage):
         if lengths:
             np.cumsum(np.concatenate(lengths), out=parent_off[1:])
         return AlignResult(maps, counts, parent_off)
+
+    def level_cuts(self, kid_widths: np.ndarray) -> np.ndarray:
+        """Pieces of a level that fit MEMORY_FRACTION of the free memory (within ``--gpu-memory``)
+        with their gathered tables, parents and kept maps, so that each runs as one piece of
+        profile_align (no concatenation of parent pieces); see Backend."""
+        w = np.asarray(kid_widths, dtype=np.int64)
+        level = (w[0::2] + w[1::2]) * LEVEL_BYTES_PER_COLUMN
+        with cp.cuda.Device(self.device):
+            budget = piece_budget(self.memory_limit)
+        return piece_cuts(self._align_cost(w) + level, budget)
+
+    def _align_cost(self, widths: np.ndarray) -> np.ndarray:
+        """Device bytes profile_align plans for each merge (input widths two per merge): its
+        column terms and maps, boundary rows, directions, and cell scores where the batch (fewer
+        merges than SMs) may run dp_pipe."""
+        wa, wb = widths[0::2], widths[1::2]
+        cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112) + _boundary_bytes(wa, wb) + (wa + 8) * (wb + 8) + 64
+        if len(wa) < self.n_sm:
+            cost = cost + SCORE_BYTES * wa * wb
+        return cost
 
     def _align_piece(
         self, batch: AlignBatch, lo: int, hi: int, consts: np.ndarray, pipeline: bool

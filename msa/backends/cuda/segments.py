@@ -5,16 +5,12 @@ import cupy as cp
 import numpy as np
 
 from msa import kernels
-from msa.backends.cuda.memory import DeviceStage, piece_budget, piece_cuts
+from msa.backends.cuda.memory import DeviceStage
 from msa.profile import N_COUNTS
 
 #: kernels/segments.cu: elements a block copies, threads a block (its CHUNK and THREADS).
 SEG_CHUNK = 4096
 SEG_THREADS = 256
-#: Device bytes a merge's input column takes while its level runs: the gathered table and at
-#: most one parent column (int32 x N_COUNTS each), the int64 map and the int32 map kept for
-#: the top-down pass. profile_align pieces its DP within what is left.
-LEVEL_BYTES_PER_COLUMN = 2 * 4 * N_COUNTS + 8 + 4
 
 
 class SegmentsStage(DeviceStage):
@@ -25,13 +21,6 @@ class SegmentsStage(DeviceStage):
         segments = kernels.load("segments", (), self.device)
         self._gather_profiles = segments.get_function("gather_profiles")
         self._place_segments = segments.get_function("place_segments")
-
-    def level_cuts(self, kid_widths: np.ndarray) -> np.ndarray:
-        """Pieces of a level whose tables fit MEMORY_FRACTION of the free memory (within
-        ``--gpu-memory``) at this level; see Backend."""
-        w = np.asarray(kid_widths, dtype=np.int64)
-        with cp.cuda.Device(self.device):
-            return piece_cuts((w[0::2] + w[1::2]) * LEVEL_BYTES_PER_COLUMN, piece_budget(self.memory_limit))
 
     def gather_profiles(
         self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: cp.ndarray
