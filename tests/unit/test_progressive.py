@@ -265,6 +265,34 @@ def test_batch_equals_merges_one_by_one():
         np.testing.assert_array_equal(p1, parents[poff[k] : poff[k + 1]])
 
 
+def test_batch_with_gaps_per_merge_equals_each_merge_alone():
+    """A batch whose merges have different gap costs (families of different sizes in one
+    level): each merge gives what it gives alone with its own costs, and the costs matter."""
+    rng = np.random.default_rng(8)
+    profs = [random_profile(rng, int(rng.integers(1, 5)), int(rng.integers(1, 25))) for _ in range(24)]
+    sizes = np.array([int(p[1].shape[0]) for p in profs], dtype=np.int64)
+    counts = np.concatenate([p[0] for p in profs])
+    offsets = np.concatenate([[0], np.cumsum([len(p[0]) for p in profs])]).astype(np.int64)
+    n_merges = len(profs) // 2
+    rows = np.array([[gap_costs(AlignParams(), int(n)), gap_costs(AlignParams(gap_open=3.0), int(n))][k % 2]
+                     for k, n in enumerate(rng.integers(1, 5000, n_merges))])
+    rows = np.array([[g.open, g.extend, g.term_open, g.term_extend] for g in rows], dtype=np.int64)
+    assert len({tuple(r) for r in rows}) > 3
+    maps, parents, poff = align_batch(counts, offsets, sizes, MATRIX, rows)
+    differs = 0
+    for k in range(n_merges):
+        sub = np.concatenate([profs[2 * k][0], profs[2 * k + 1][0]])
+        so = np.array([0, len(profs[2 * k][0]), len(sub)], dtype=np.int64)
+        m1, p1, _ = align_batch(sub, so, sizes[2 * k : 2 * k + 2], MATRIX, rows[k])
+        np.testing.assert_array_equal(m1, maps[offsets[2 * k] : offsets[2 * k + 2]])
+        np.testing.assert_array_equal(p1, parents[poff[k] : poff[k + 1]])
+        m2, _, _ = align_batch(sub, so, sizes[2 * k : 2 * k + 2], MATRIX, rows[(k + 1) % n_merges])
+        differs += not np.array_equal(m1, m2)
+    assert differs  # some merge aligns differently under another merge's costs
+    with pytest.raises(ValueError, match="gaps must be"):
+        align_batch(counts, offsets, sizes, MATRIX, rows[:-1])
+
+
 # ---- FAMSA agreement on real data --------------------------------------------------------------
 
 
