@@ -283,8 +283,8 @@ def assert_scores(batch: AlignBatch, records: np.ndarray, scores: np.ndarray, ki
 
     assert len(records) == batch.n_merges and N_INFO == 12
     c = batch.counts.astype(np.int64)
-    g = np.asarray(batch.gaps, dtype=np.int64)
-    gap = c[:, GO] * g[0] + c[:, GE] * g[1] + c[:, TGO] * g[2] + c[:, TGE] * g[3]
+    g = np.repeat(batch.gap_rows(), np.diff(batch.col_offsets)[0::2] + np.diff(batch.col_offsets)[1::2], axis=0)
+    gap = c[:, GO] * g[:, 0] + c[:, GE] * g[:, 1] + c[:, TGO] * g[:, 2] + c[:, TGE] * g[:, 3]
     res = c[:, :GO]
     r = res.sum(axis=1)
     m = np.asarray(batch.matrix, dtype=np.int64)
@@ -347,6 +347,74 @@ def test_boundary_bytes(monkeypatch, few_threads, few, pipe_kind):
         _, _, _, fill, sizes = _merge_records(col_off, few, pipeline=True)
         used = ROW_BYTES * sizes["rows"] + (8 * sizes["tickets"] if fill != "fill" else 0)
         assert used <= _boundary_bytes(w[0::2], w[1::2]).sum()
+
+
+def gap_rows(rng, n_merges: int) -> np.ndarray:
+    """A gap vector per merge, most of them different: the defaults rescaled for random family
+    sizes (as merges of several families in one level have), and random costs with
+    terminal open != terminal extension (every gap field read from the merge's own row)."""
+    rows = []
+    for n in rng.integers(1, 20000, n_merges):
+        if rng.random() < 0.5:
+            rows.append(gaps(int(n)))
+        else:
+            rows.append(-np.array([rng.integers(500, 30000), rng.integers(50, 4000),
+                                   rng.integers(50, 3000), rng.integers(50, 3000)], dtype=np.int64))
+    return np.array(rows, dtype=np.int64)
+
+
+def with_gap_rows(batch: AlignBatch, rng) -> AlignBatch:
+    """The batch with its own gap vector per merge; the CPU result is checked to depend on them."""
+    batch.gaps = gap_rows(rng, batch.n_merges)
+    assert len({tuple(r) for r in batch.gaps}) > batch.n_merges // 2
+    return batch
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gaps_per_merge(cuda_backend, seed):
+    """Fresh random merges (sequences and profiles) with different gap costs per merge, in one
+    batch of fewer merges than SMs (dp_fill with wide blocks, or the pipelined fills)."""
+    rng = np.random.default_rng(900 + seed)
+    shapes = [(int(rng.choice([1, 1, 2, 6])), int(rng.integers(1, 600)),
+               int(rng.choice([1, 1, 4, 9])), int(rng.integers(1, 600))) for _ in range(20)]
+    batch = with_gap_rows(batch_of(rng, shapes), rng)
+    want = CPU.profile_align(batch)
+    assert_same(cuda_backend.profile_align(batch), want)
+    one = AlignBatch(batch.counts, batch.col_offsets, batch.n_seqs, batch.matrix, batch.gaps[0])
+    assert not np.array_equal(CPU.profile_align(one).maps, want.maps)  # the rows matter
+
+
+def test_gaps_per_merge_wide_batch(cuda_backend):
+    """As many merges as SMs and more (dp_fill, one column per thread), gaps per merge."""
+    rng = np.random.default_rng(911)
+    shapes = [(int(rng.choice([1, 3])), int(rng.integers(1, 300)), 1, int(rng.integers(1, 300)))
+              for _ in range(cuda_backend.n_sm + 9)]
+    batch = with_gap_rows(batch_of(rng, shapes), rng)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+
+
+def test_gaps_per_merge_pieces(cuda_backend, monkeypatch):
+    """Gaps per merge in a batch cut into one-merge pieces: each piece uploads its merges' rows."""
+    rng = np.random.default_rng(912)
+    batch = with_gap_rows(batch_of(rng, SHAPES[:9]), rng)
+    monkeypatch.setattr("msa.backends.cuda.memory.MEMORY_FRACTION", 1e-12)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+
+
+@pytest.mark.parametrize("threads", [32, 128])
+def test_gaps_per_merge_pipelined(cuda_backend, monkeypatch, threads, pipe_kind):
+    """Gaps per merge through dp_pipe / dp_scan (many chunks a merge, tickets of several merges)
+    and their cell scores."""
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", threads)
+    fills = count_fills(monkeypatch, cuda_backend)
+    seen = capture_scores(monkeypatch, cuda_backend)
+    rng = np.random.default_rng(913 + threads)
+    shapes = [(1, 300, 1, 700), (3, 517, 1, 290), (1, 40, 5, 900), (6, 400, 4, 450), (1, 1, 1, 800)]
+    batch = with_gap_rows(batch_of(rng, shapes), rng)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({pipe_kind: 1})
+    assert_scores(batch, *seen[0], pipe_kind)
 
 
 def test_wide_batch(cuda_backend):
