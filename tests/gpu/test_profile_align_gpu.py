@@ -467,3 +467,34 @@ def test_progressive_on_device(cuda_backend, monkeypatch, shape, few_threads, pi
     got = progressive_align(db, tree, MATRIX, g, cuda_backend)
     assert got[1] == want[1]
     np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("few_threads", [512, 32])
+def test_progressive_many_on_device(cuda_backend, monkeypatch, few_threads, pipe_kind):
+    """Many families in shared level batches on the device (each merge with its family's gap
+    costs): every family's columns equal its CPU progressive_align alone, 1- and 2-sequence
+    families and deep and shallow trees among them."""
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
+    from msa.progressive import progressive_align, progressive_align_many
+    from msa.seqdb import SeqDB
+    from msa.tree import build_guide_tree
+    from msa.tree.guide_tree import GuideTree
+
+    rng = np.random.default_rng(71)
+    dbs, trees, gap_list = [], [], []
+    for f, n in enumerate([1, 2, 40, 3, 90, 1, 17, 2, 60]):
+        seqs = related(rng, n, int(rng.integers(20, 400)))
+        db = SeqDB.from_pairs([(f"s{k}", bytes(b"ARNDCQEGHILKMFPSTWYV"[c] for c in s)) for k, s in enumerate(seqs)])
+        if f % 3 == 2 and n > 2:  # a caterpillar: one merge a level
+            tree = GuideTree(n, np.array([[0, 1]] + [[n + k - 1, k + 1] for k in range(1, n - 1)]), np.arange(n - 1.0))
+        else:
+            tree = build_guide_tree(db, AlignParams(), CPU)
+        dbs.append(db)
+        trees.append(tree)
+        gap_list.append(gap_costs(AlignParams() if f % 2 else AlignParams(gap_open=4.0), n * (f + 1)))
+    got = progressive_align_many(dbs, trees, MATRIX, gap_list, cuda_backend)
+    for db, tree, g, (columns, width) in zip(dbs, trees, gap_list, got):
+        want_columns, want_width = progressive_align(db, tree, MATRIX, g, CPU)
+        assert width == want_width
+        np.testing.assert_array_equal(columns, want_columns)
