@@ -142,18 +142,17 @@ class _Forest:
         leaf_off = _offsets(sizes)
         node_off = _offsets(sizes - 1)  # each family's first merge
         code_off = _offsets(np.array([len(db.codes) for db in dbs], dtype=np.int64))
-        if len(dbs) == 1:  # one family: its arrays as they are
-            codes, offsets, children = dbs[0].codes, dbs[0].offsets, trees[0].children
+        joined = SeqDB.joined(list(dbs))
+        if len(dbs) == 1:  # one family: its tree as it is
+            children = trees[0].children
         else:
-            codes = np.concatenate([db.codes for db in dbs])
-            offsets = np.concatenate([[0]] + [db.offsets[1:] + code_off[f] for f, db in enumerate(dbs)])
             children = np.concatenate([
                 np.where(t.children < s, t.children + leaf_off[f], t.children - s + n + node_off[f])
                 for f, (t, s) in enumerate(zip(trees, sizes.tolist()))
             ])
         rows = np.array([gap_vector(g) for g in gaps], dtype=np.int64)
         return cls(
-            codes, np.asarray(offsets, dtype=np.int64), children,
+            joined.codes, joined.offsets, children,
             np.concatenate([t.levels() for t in trees]), np.repeat(rows, sizes - 1, axis=0),
             n + node_off[1:] - 1, code_off,
         )
