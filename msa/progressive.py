@@ -84,17 +84,17 @@ def progressive_align_many(
         raise ValueError(f"{len(dbs)} families, {len(trees)} trees and {len(gaps)} gap costs")
     for db, tree in zip(dbs, trees):
         check_family(db, tree)
-    out: list[tuple[np.ndarray, int]] = [
-        (np.arange(db.lengths[0], dtype=np.int64), int(db.lengths[0])) if len(db) == 1 else None  # type: ignore[misc]
-        for db in dbs
-    ]
-    merged = [f for f, db in enumerate(dbs) if len(db) > 1]
+    merged = [f for f, db in enumerate(dbs) if len(db) > 1]  # one sequence is its own alignment
+    done: dict[int, tuple[np.ndarray, int]] = {}
     if merged:
         forest = _Forest.of([dbs[f] for f in merged], [trees[f] for f in merged], [gaps[f] for f in merged])
         columns, widths = _align_forest(forest, matrix, backend)
         for i, f in enumerate(merged):
-            out[f] = (columns[forest.code_off[i] : forest.code_off[i + 1]], int(widths[i]))
-    return out
+            done[f] = (columns[forest.code_off[i] : forest.code_off[i + 1]], int(widths[i]))
+    return [
+        done[f] if f in done else (np.arange(db.lengths[0], dtype=np.int64), int(db.lengths[0]))
+        for f, db in enumerate(dbs)
+    ]
 
 
 def check_family(db: SeqDB, tree: GuideTree) -> None:
