@@ -151,9 +151,9 @@ class _Forest:
                 for f, (t, s) in enumerate(zip(trees, sizes.tolist()))
             ])
         rows = np.array([gap_vector(g) for g in gaps], dtype=np.int64)
+        merge_gaps = np.broadcast_to(rows[0], (n - 1, 4)) if len(dbs) == 1 else np.repeat(rows, sizes - 1, axis=0)
         return cls(
-            joined.codes, joined.offsets, children,
-            np.concatenate([t.levels() for t in trees]), np.repeat(rows, sizes - 1, axis=0),
+            joined.codes, joined.offsets, children, np.concatenate([t.levels() for t in trees]), merge_gaps,
             n + node_off[1:] - 1, code_off,
         )
 
