@@ -37,7 +37,8 @@
 //                each step its (i, j); a column's counts depend only on its own step, the
 //                step before and the run-start counts (cpu/align.build_parent, unrolled).
 // Scores are int64 with -inf = -2**62, the same formulas and comparison order as
-// dp_path, so ties resolve identically.
+// dp_path, so ties resolve identically. Gap costs are per merge: g holds 4 int64
+// (open, extend, term_open, term_extend) for each merge q of the piece, at g + 4 * q.
 
 #define NEG_INF (-(1LL << 62))
 #define NRES 24
@@ -71,7 +72,8 @@ __device__ __forceinline__ long long mx(long long a, long long b) { return a > b
 // A candidate FAMSA does not allow at this cell: below every reachable score, never wins.
 #define EXCLUDED (-9223372036854775807LL - 1)
 
-// One thread per column of the piece: the column terms of dp_path (for P2 and P1 roles alike).
+// One thread per column of the piece: the column terms of dp_path (for P2 and P1 roles alike),
+// under the gap costs of the column's merge (profile lo belongs to merge lo / 2).
 extern "C" __global__ void column_setup(
     const int* __restrict__ counts, long long n_cols, const long long* __restrict__ col_offsets,
     long long n_prof, const long long* __restrict__ n_seqs, const long long* __restrict__ m,
@@ -86,7 +88,8 @@ extern "C" __global__ void column_setup(
     }
     const long long base = col_offsets[lo], w = col_offsets[lo + 1] - base, n = n_seqs[lo];
     const long long i = c - base + 1;  // 1-based column index, as dp_path's i / j
-    const long long go = g[0], ge = g[1], tgo = g[2], tge = g[3];
+    const long long* gq = g + 4 * (lo >> 1);
+    const long long go = gq[0], ge = gq[1], tgo = gq[2], tge = gq[3];
     const int* col = counts + c * NCNT;
     const long long gap_cost = col[C_GO] * go + col[C_GE] * ge + col[C_TGO] * tgo + col[C_TGE] * tge;
     gapc[c] = gap_cost;
@@ -208,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
     }
 }
 
-// Gap costs and the column terms of a piece (column_setup's outputs), read by every fill block.
+// Gap costs (4 per merge) and the column terms of a piece (column_setup's outputs), read by every fill block.
 #define DP_COLUMN_PARAMS                                                                                 \
     const long long* __restrict__ g, const long long* __restrict__ gapc,                                 \
     const long long* __restrict__ res, const long long* __restrict__ start,                              \
@@ -286,7 +289,7 @@ __device__ __forceinline__ void dp_chunk(
     const long long off1 = in[I_OFF1], w1 = in[I_W1], n1 = in[I_N1];
     const long long off2 = in[I_OFF2], w2 = in[I_W2], n2 = in[I_N2];
     const bool seqseq = in[I_SEQSEQ] != 0, three = !seqseq;
-    const long long tgo = g[2], tge = g[3];
+    const long long tgo = g[4 * q + 2], tge = g[4 * q + 3];
     unsigned long long* dir = dirs + in[I_DIR] / 8;
     const long long R = (w1 + 7) & ~7LL;
     const long long span = (long long)T * K;
@@ -598,7 +601,7 @@ __device__ __forceinline__ void scan_chunk(
     const long long offR = tr ? in[I_OFF2] : in[I_OFF1], offC = tr ? in[I_OFF1] : in[I_OFF2];
     const long long nR = tr ? in[I_N2] : in[I_N1], nC = tr ? in[I_N1] : in[I_N2];
     const bool seqseq = in[I_SEQSEQ] != 0, three = !seqseq, tieH = seqseq != tr;
-    const long long tgo = g[2], tge = g[3];
+    const long long tgo = g[4 * q + 2], tge = g[4 * q + 3];
     const long long RB = (w1 + 7) & ~7LL;  // direction bytes per column of P2
     unsigned char* dbytes = reinterpret_cast<unsigned char*>(dirs) + in[I_DIR];
     const long long cb = c0 + (long long)t * SCAN_K;

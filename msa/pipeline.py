@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,6 +14,43 @@ from msa.params import AlignParams, gap_costs
 from msa.progress import current
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, NewickError, build_guide_tree, read_newick
+
+
+@dataclass
+class PreparedFamily:
+    """A family ready to align: ``db`` (every record, in its alphabet) under its resolved
+    ``params``, and the distinct sequences (``unique``, at ``reps``; record ``i`` is
+    ``unique``'s ``inverse[i]``) that the tree and the alignment take."""
+
+    db: SeqDB
+    params: AlignParams
+    reps: np.ndarray
+    inverse: np.ndarray
+    unique: SeqDB
+
+    @property
+    def residues(self) -> int:
+        """Residues of the distinct sequences: the work of its alignment."""
+        return int(self.unique.offsets[-1])
+
+    def aligned(self, columns: np.ndarray, width: int) -> AlignedRows:
+        """The alignment of every record from the distinct sequences' columns."""
+        index = self.inverse if len(self.reps) < len(self.db) else None  # duplicates are byte-identical, so their rows are too
+        return AlignedRows(self.db.names, self.db.descriptions, self.unique, columns, width, index)
+
+
+def prepare_family(db: SeqDB, params: AlignParams) -> PreparedFamily:
+    """The sequence type settled (:func:`prepare`) and the duplicates found (unless
+    ``params.keep_duplicates``). Raises ValueError for no sequences."""
+    if len(db) == 0:
+        raise ValueError("no sequences to align")
+    db, params = prepare(db, params)
+    if params.keep_duplicates:
+        reps, inverse = np.arange(len(db)), np.arange(len(db))
+    else:
+        reps, inverse = db.unique()
+    unique = db.subset(reps) if len(reps) < len(db) else db
+    return PreparedFamily(db, params, reps, inverse, unique)
 
 
 def align_db(
@@ -28,33 +66,73 @@ def align_db(
     is a guide tree from ``tree_db`` with the same params (the CLI's
     ``--tree-out`` builds it first, writes it, and aligns along it).
     """
-    if len(db) == 0:
-        raise ValueError("no sequences to align")
-    db, params = prepare(db, params)
-    if params.keep_duplicates:
-        reps, inverse = np.arange(len(db)), np.arange(len(db))
-    else:
-        reps, inverse = db.unique()
-    unique = db.subset(reps) if len(reps) < len(db) else db
-    if backend is None:
-        backend = get_backend(params.device, quiet=params.quiet)
-    elif callable(backend):
-        backend = backend()
+    return align_prepared(prepare_family(db, params), backend, tree)
+
+
+def align_prepared(
+    family: PreparedFamily, backend: Backend | Callable[[], Backend] | None = None, tree: GuideTree | None = None
+) -> AlignedRows:
+    """:func:`align_db` of a family :func:`prepare_family` made."""
+    params = family.params
+    backend = _started(backend, params)
     _set_threads(params.threads)
 
     if tree is None and params.tree_file is not None:
-        tree = read_tree_file(params.tree_file, db, reps)
+        tree = read_tree_file(params.tree_file, family.db, family.reps)
     elif tree is None:
         with current().stage("guide tree"):
-            tree = build_guide_tree(unique, params, backend)
+            tree = build_guide_tree(family.unique, params, backend)
 
     from msa.progressive import progressive_align
 
     matrix = load_matrix(params.matrix)
-    gaps = gap_costs(params, len(db))
-    columns, width = progressive_align(unique, tree, matrix, gaps, backend)
-    index = inverse if len(reps) < len(db) else None  # duplicates are byte-identical, so their rows are too
-    return AlignedRows(db.names, db.descriptions, unique, columns, width, index)
+    gaps = gap_costs(params, len(family.db))
+    columns, width = progressive_align(family.unique, tree, matrix, gaps, backend)
+    return family.aligned(columns, width)
+
+
+def align_families(
+    families: Sequence[PreparedFamily], backend: Backend | Callable[[], Backend] | None = None
+) -> list[AlignedRows]:
+    """:func:`align_db` of many prepared families at once, each output the same: families of
+    one resolved params (one matrix; in a run, one per sequence type) build their guide trees
+    in shared backend calls (:func:`msa.tree.build.build_guide_trees`) and go through the
+    progressive stage together (:func:`msa.progressive.progressive_align_many`), so each
+    level's launches serve every family. A tree file (``params.tree_file``) is not taken
+    here: such families go through align_db. Raises as align_db does, for the first
+    family that fails (the caller aligns them alone to tell which).
+    """
+    from msa.progressive import progressive_align_many
+    from msa.tree.build import build_guide_trees
+
+    out: list[AlignedRows | None] = [None] * len(families)
+    if not families:
+        return []
+    backend = _started(backend, families[0].params)
+    groups: dict[AlignParams, list[int]] = {}
+    for f, family in enumerate(families):
+        if family.params.tree_file is not None:
+            raise ValueError("a guide tree file is aligned one family at a time (align_db)")
+        groups.setdefault(family.params, []).append(f)
+    for params, members in groups.items():
+        _set_threads(params.threads)
+        uniques = [families[f].unique for f in members]
+        with current().stage("guide tree"):
+            trees = build_guide_trees(uniques, params, backend)
+        gaps = [gap_costs(params, len(families[f].db)) for f in members]
+        aligned = progressive_align_many(uniques, trees, load_matrix(params.matrix), gaps, backend)
+        for f, (columns, width) in zip(members, aligned):
+            out[f] = families[f].aligned(columns, width)
+    return out  # type: ignore[return-value]
+
+
+def _started(backend: Backend | Callable[[], Backend] | None, params: AlignParams) -> Backend:
+    """``backend``, or the one a function returns, or ``params.device``'s."""
+    if backend is None:
+        return get_backend(params.device, quiet=params.quiet)
+    if callable(backend):
+        return backend()
+    return backend
 
 
 def tree_db(db: SeqDB, params: AlignParams, backend: Backend | None = None) -> tuple[GuideTree, list[str]]:

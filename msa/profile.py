@@ -27,18 +27,25 @@ class AlignBatch:
 
     Merge ``k`` aligns profile ``2k`` (FAMSA's first profile) with ``2k+1``.
     Profile ``p`` is ``counts[col_offsets[p]:col_offsets[p+1]]`` over
-    ``n_seqs[p]`` sequences.
+    ``n_seqs[p]`` sequences. ``gaps`` is one gap vector (:func:`gap_vector`) for
+    every merge, or one row per merge (merges of families of different sizes,
+    whose gap costs are rescaled differently, share a batch); backends read
+    :meth:`gap_rows`.
     """
 
     counts: np.ndarray  # int32 (total columns, N_COUNTS), host or the backend's device array
     col_offsets: np.ndarray  # int64 (2 * n_merges + 1,)
     n_seqs: np.ndarray  # int64 (2 * n_merges,)
     matrix: np.ndarray  # int64 (24, 24)
-    gaps: np.ndarray  # int64 [open, extend, term_open, term_extend]
+    gaps: np.ndarray  # int64 [open, extend, term_open, term_extend], (4,) or (n_merges, 4)
 
     @property
     def n_merges(self) -> int:
         return len(self.n_seqs) // 2
+
+    def gap_rows(self) -> np.ndarray:
+        """The gap vector of every merge: int64 ``(n_merges, 4)``, C-contiguous."""
+        return merge_gap_rows(self.gaps, self.n_merges)
 
 
 @dataclass
@@ -58,6 +65,20 @@ class AlignResult:
 def gap_vector(gaps: GapCosts) -> np.ndarray:
     """The four gap penalties in the order kernels read them."""
     return np.array([gaps.open, gaps.extend, gaps.term_open, gaps.term_extend], dtype=np.int64)
+
+
+def merge_gap_rows(gaps: np.ndarray, n_merges: int) -> np.ndarray:
+    """``gaps`` (one gap vector, or one per merge) as one row per merge, int64 ``(n_merges, 4)``.
+
+    >>> merge_gap_rows(np.array([-3, -1, -2, -2]), 2).tolist()
+    [[-3, -1, -2, -2], [-3, -1, -2, -2]]
+    """
+    g = np.asarray(gaps, dtype=np.int64)
+    if g.shape == (4,):
+        return np.ascontiguousarray(np.broadcast_to(g, (n_merges, 4)))
+    if g.shape != (n_merges, 4):
+        raise ValueError(f"gaps must be (4,) or ({n_merges}, 4) for {n_merges} merges, got {g.shape}")
+    return np.ascontiguousarray(g)
 
 
 def sequence_counts(codes: np.ndarray, xp: ModuleType = np) -> np.ndarray:

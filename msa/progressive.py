@@ -12,8 +12,16 @@ once and only the final columns come back). Each level's parents stay in one
 store; a level's children are gathered, and its columns placed, with one
 backend call each per level, however many nodes it has: at 10^5 sequences a
 Python operation per node cost more than the GPU's dynamic programming.
+
+Many small families go through the same calls (:func:`progressive_align_many`):
+their trees form one forest whose combined level ``k`` is every family's level
+``k``, each merge with its own family's gap costs, so a run of many families pays
+the per-level launches of its deepest tree once, not once per family.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,41 +52,143 @@ def progressive_align(
         >>> gapped_rows(db, cols, width).view("S3").ravel().tolist()
         [b'MKV', b'MV-']
     """
+    return progressive_align_many([db], [tree], matrix, [gaps], backend)[0]
+
+
+def progressive_align_many(
+    dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend
+) -> list[tuple[np.ndarray, int]]:
+    """Align many families, each along its own tree with its own gap costs, in shared launches.
+
+    The trees form one forest: combined level ``k`` holds every family's level-``k``
+    merges, so the backend gets as many ``profile_align`` calls (and gathers and
+    placements) as the deepest tree has levels, not the sum over the families. A
+    merge's result depends only on its two children, the matrix and its own gap
+    row (``AlignBatch`` gaps per merge), so every family's columns are exactly
+    what :func:`progressive_align` gives it alone.
+
+    Returns ``(columns, width)`` per family, as :func:`progressive_align`.
+
+    Example:
+        >>> from msa.alphabet import load_matrix
+        >>> from msa.backends.cpu import CpuBackend
+        >>> from msa.params import AlignParams, gap_costs
+        >>> dbs = [SeqDB.from_pairs([("a", "MKV"), ("b", "MV")]), SeqDB.from_pairs([("c", "WW")])]
+        >>> trees = [GuideTree(2, [[0, 1]], [1.0]), GuideTree(1, [], [])]
+        >>> out = progressive_align_many(dbs, trees, load_matrix("PFASUM43"),
+        ...                              [gap_costs(AlignParams(), 2), gap_costs(AlignParams(), 1)], CpuBackend())
+        >>> [(cols.tolist(), width) for cols, width in out]
+        [([0, 1, 2, 0, 1], 3), ([0, 1], 2)]
+    """
+    if not len(dbs) == len(trees) == len(gaps):
+        raise ValueError(f"{len(dbs)} families, {len(trees)} trees and {len(gaps)} gap costs")
+    for db, tree in zip(dbs, trees):
+        check_family(db, tree)
+    merged = [f for f, db in enumerate(dbs) if len(db) > 1]  # one sequence is its own alignment
+    done: dict[int, tuple[np.ndarray, int]] = {}
+    if merged:
+        forest = _Forest.of([dbs[f] for f in merged], [trees[f] for f in merged], [gaps[f] for f in merged])
+        columns, widths = _align_forest(forest, matrix, backend)
+        for i, f in enumerate(merged):
+            done[f] = (columns[forest.code_off[i] : forest.code_off[i + 1]], int(widths[i]))
+    return [
+        done[f] if f in done else (np.arange(db.lengths[0], dtype=np.int64), int(db.lengths[0]))
+        for f, db in enumerate(dbs)
+    ]
+
+
+def check_family(db: SeqDB, tree: GuideTree) -> None:
+    """What :func:`progressive_align` refuses, as a ValueError: no sequences, a tree over another
+    number of leaves, an empty sequence among several."""
     n = len(db)
+    if n == 0:
+        raise ValueError("no sequences to align")
     if tree.n_leaves != n:
         raise ValueError(f"the tree has {tree.n_leaves} leaves for {n} sequences")
-    lengths = db.lengths
-    if n == 1:
-        return np.arange(lengths[0], dtype=np.int64), int(lengths[0])
-    if np.any(lengths == 0):
+    if n > 1 and np.any(db.lengths == 0):
         raise ValueError("cannot align an empty sequence")
+
+
+@dataclass
+class _Forest:
+    """Families of two or more sequences as one forest over their sequences laid end to end.
+
+    Leaves are ``0..n-1`` (family ``f``'s at ``leaf_off[f]``..), internal node ``n + k``
+    joins ``children[k]`` (family ``f``'s merges in its tree's order, after those of the
+    families before it), at scheduling level ``levels[k]`` with gap vector ``gaps[k]``.
+    ``roots[f]`` is family ``f``'s root; its residues are ``codes[code_off[f]:code_off[f + 1]]``.
+    """
+
+    codes: np.ndarray
+    offsets: np.ndarray
+    children: np.ndarray
+    levels: np.ndarray
+    gaps: np.ndarray
+    roots: np.ndarray
+    code_off: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_nodes(self) -> int:
+        return self.n + len(self.children)
+
+    @classmethod
+    def of(cls, dbs: Sequence[SeqDB], trees: Sequence[GuideTree], gaps: Sequence[GapCosts]) -> "_Forest":
+        sizes = np.array([len(db) for db in dbs], dtype=np.int64)
+        n = int(sizes.sum())
+        leaf_off = _offsets(sizes)
+        node_off = _offsets(sizes - 1)  # each family's first merge
+        code_off = _offsets(np.array([len(db.codes) for db in dbs], dtype=np.int64))
+        joined = SeqDB.joined(list(dbs))
+        if len(dbs) == 1:  # one family: its tree as it is
+            children = trees[0].children
+        else:
+            children = np.concatenate([
+                np.where(t.children < s, t.children + leaf_off[f], t.children - s + n + node_off[f])
+                for f, (t, s) in enumerate(zip(trees, sizes.tolist()))
+            ])
+        rows = np.array([gap_vector(g) for g in gaps], dtype=np.int64)
+        merge_gaps = np.broadcast_to(rows[0], (n - 1, 4)) if len(dbs) == 1 else np.repeat(rows, sizes - 1, axis=0)
+        return cls(
+            joined.codes, joined.offsets, children, np.concatenate([t.levels() for t in trees]), merge_gaps,
+            n + node_off[1:] - 1, code_off,
+        )
+
+
+def _align_forest(forest: _Forest, matrix: np.ndarray, backend) -> tuple[np.ndarray, np.ndarray]:
+    """The progressive stage over a forest: ``(columns, widths)``, the final column of every
+    residue (``forest.codes`` layout, host) and each family's width."""
+    n = forest.n
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
-    g = gap_vector(gaps)
     xp = backend.xp
-    levels = tree.levels()
-    order = np.argsort(levels, kind="stable")
-    bounds = np.flatnonzero(np.diff(levels[order])) + 1
+    order = np.argsort(forest.levels, kind="stable")
+    bounds = np.flatnonzero(np.diff(forest.levels[order])) + 1
     batches = np.split(order + n, bounds)
 
-    pool = _ProfilePool(backend, db, tree.n_nodes)
-    sizes = np.ones(tree.n_nodes, dtype=np.int64)
+    pool = _ProfilePool(backend, forest.codes, forest.offsets, forest.n_nodes)
+    sizes = np.ones(forest.n_nodes, dtype=np.int64)
     done: list[np.ndarray] = []  # the batches as run: levels, cut where they do not fit the device
     batch_maps: list[np.ndarray] = []
-    with current().stage("aligning profiles", total=n - 1) as advance:
+    with current().stage("aligning profiles", total=len(forest.children)) as advance:
         for level in batches:
-            cuts = backend.level_cuts(pool.widths[tree.children[level - n].reshape(-1)])
+            cuts = backend.level_cuts(pool.widths[forest.children[level - n].reshape(-1)])
             for nodes in np.split(level, cuts[1:-1]):
-                kids = tree.children[nodes - n].reshape(-1)
+                kids = forest.children[nodes - n].reshape(-1)
                 sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
                 gathered, col_offsets = pool.take(kids)
-                result = backend.profile_align(AlignBatch(gathered, col_offsets, sizes[kids], matrix, g))
+                batch = AlignBatch(gathered, col_offsets, sizes[kids], matrix, forest.gaps[nodes - n])
                 del gathered
+                result = backend.profile_align(batch)
+                del batch  # the gathered tables go before the parents are kept
                 pool.add_level(nodes, result.counts, result.col_offsets)
                 batch_maps.append(result.maps.astype(xp.int32))
                 done.append(nodes)
                 advance(len(nodes))
-    columns = _place_columns(backend, db, tree, done, batch_maps, pool)
-    return backend.to_host(columns), int(pool.widths[tree.root])
+    columns = _place_columns(backend, forest, done, batch_maps, pool)
+    return backend.to_host(columns), pool.widths[forest.roots]
 
 
 class _ProfilePool:
@@ -93,11 +203,11 @@ class _ProfilePool:
     top-down pass uses.
     """
 
-    def __init__(self, backend, db: SeqDB, n_nodes: int) -> None:
-        self.backend, self.db, self.n = backend, db, len(db)
-        self.codes = backend.xp.asarray(db.codes)  # one upload on the GPU, the same array on the CPU
+    def __init__(self, backend, codes: np.ndarray, offsets: np.ndarray, n_nodes: int) -> None:
+        self.backend, self.offsets, self.n = backend, offsets, len(offsets) - 1
+        self.codes = backend.xp.asarray(codes)  # one upload on the GPU, the same array on the CPU
         self.widths = np.zeros(n_nodes, dtype=np.int64)
-        self.widths[: self.n] = db.lengths
+        self.widths[: self.n] = np.diff(offsets)
         self.level = np.full(n_nodes, -1, dtype=np.int64)
         self.start = np.zeros(n_nodes, dtype=np.int64)  # row in its level's output
         self.row = np.zeros(n_nodes, dtype=np.int64)  # row in its store now (after compactions)
@@ -122,7 +232,7 @@ class _ProfilePool:
         w = self.widths[kids]
         leaf = kids < self.n
         store = np.where(leaf, -1, self.level[kids])
-        first = np.where(leaf, self.db.offsets[np.minimum(kids, self.n)], self.row[kids])
+        first = np.where(leaf, self.offsets[np.minimum(kids, self.n)], self.row[kids])
         out = self.backend.gather_profiles(self.stores, store, first, w, self.codes)
         inner = kids[~leaf]
         self.live[inner] = False
@@ -144,23 +254,25 @@ class _ProfilePool:
         self.row[keep] = _offsets(w)[:-1]
 
 
-def _place_columns(
-    backend, db: SeqDB, tree: GuideTree, batches: list[np.ndarray], batch_maps: list, pool: _ProfilePool
-):
-    """Top-down: the final column of every residue (``xp`` int64, ``db.codes`` layout).
+def _place_columns(backend, forest: _Forest, batches: list[np.ndarray], batch_maps: list, pool: _ProfilePool):
+    """Top-down: the final column of every residue (``xp`` int64, ``forest.codes`` layout).
 
     ``final[k]`` holds the final column of every column of level ``k``'s outputs,
     in that level's layout; a level's maps (relative to each parent) turn it into
     the final columns of its inputs, which go to the leaves' residues and to the
     levels that made the inner children: one ``place_segments`` call per level.
+    A family's root is its own final alignment (column c is final column c).
     """
-    xp, n = backend.xp, len(db)
-    columns = xp.empty(len(db.codes), dtype=xp.int64)
+    xp, n = backend.xp, forest.n
+    columns = xp.empty(len(forest.codes), dtype=xp.int64)
     final: list = [None] * len(batches)
-    final[-1] = xp.arange(pool.level_cols[-1], dtype=xp.int64)
+    root_level = pool.level[forest.roots]
     for k in range(len(batches) - 1, -1, -1):
+        roots = forest.roots[root_level == k]
+        if len(roots):
+            final[k] = _root_columns(xp, pool, roots, final[k], pool.level_cols[k])
         nodes = batches[k]
-        kids = tree.children[nodes - n].reshape(-1)
+        kids = forest.children[nodes - n].reshape(-1)
         leaf = kids < n
         dest = np.where(leaf, -1, pool.level[kids])  # -1: the residues' columns
         levels = np.unique(dest)
@@ -168,13 +280,26 @@ def _place_columns(
             if final[s] is None:
                 final[s] = xp.empty(pool.level_cols[s], dtype=xp.int64)
         targets = [columns if s < 0 else final[s] for s in levels.tolist()]
-        first = np.where(leaf, db.offsets[np.minimum(kids, n)], pool.start[kids])
+        first = np.where(leaf, forest.offsets[np.minimum(kids, n)], pool.start[kids])
         parent = np.repeat(pool.start[nodes], 2)
         backend.place_segments(
             targets, np.searchsorted(levels, dest), first, final[k], batch_maps[k], parent, pool.widths[kids]
         )
         final[k] = None
     return columns
+
+
+def _root_columns(xp, pool: _ProfilePool, roots: np.ndarray, final, n_cols: int):
+    """``final`` (a level's final columns, allocated here if None) with the columns of the
+    ``roots`` in that level set to 0..width-1 each."""
+    start, widths = pool.start[roots], pool.widths[roots]
+    if final is None and len(roots) == 1 and widths[0] == n_cols:  # a level of one root: one family's last
+        return xp.arange(n_cols, dtype=xp.int64)
+    if final is None:
+        final = xp.empty(n_cols, dtype=xp.int64)
+    at = np.repeat(start - _offsets(widths)[:-1], widths) + np.arange(int(widths.sum()))
+    final[xp.asarray(at)] = xp.asarray(at - np.repeat(start, widths))
+    return final
 
 
 def _offsets(widths: np.ndarray) -> np.ndarray:

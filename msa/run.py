@@ -10,6 +10,14 @@ result. Outputs appear whole by rename (:func:`msa.io.open_output`), so an
 output that exists is complete and ``skip_existing`` resumes an interrupted
 run. A family whose input is bad fails alone; the others go on.
 
+Small families share the device: each family is read and prepared alone (its
+errors its own), and those of at most SMALL_FAMILY_RESIDUES distinct residues
+wait in a batch of up to BATCH_RESIDUES, aligned together by
+:func:`msa.pipeline.align_families` (guide trees in shared backend calls,
+progressive levels in shared launches: a family's own levels no longer pay a
+round of launches each) and written one by one, each byte-identical to its
+alignment alone. Larger families are aligned alone, as they come.
+
 Above :mod:`msa.pipeline` (one family) and below the CLI; ``align_file`` takes
 only picklable arguments besides the backend, so that a scheduler (Dask) can
 hand families to workers that each keep their own backend.
@@ -19,9 +27,9 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import TYPE_CHECKING, Literal, Union
 
 from msa.backends import Backend, DeviceMemoryError, get_backend
 from msa.interrupts import entered_whole
@@ -29,12 +37,31 @@ from msa.io import FORMAT_SUFFIXES, FORMATS, InputError, open_output, read_fasta
 from msa.params import AlignParams
 from msa.progress import Progress, current
 
+if TYPE_CHECKING:
+    from msa.pipeline import PreparedFamily
+
 #: Extensions of FASTA inputs: one of them (after a trailing ``.gz``) is cut to name the output.
 FASTA_SUFFIXES = (".fa", ".fasta", ".faa", ".fas", ".fsa", ".mfa", ".seq")
 
 #: What fails one family (a bad or unreadable input, a full disk, too little device memory
 #: under --gpu-memory); the run goes on without it.
 FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError, DeviceMemoryError)
+
+#: Families of at most this many distinct residues are aligned in batches with others
+#: (a 1,000-sequence Pfam family has 0.1-0.5 x 10^6; 10^4 sequences ~3 x 10^6): a small
+#: family's levels are a handful of small launches each, mostly launch latency, which the
+#: batch pays once for all its families. Larger families have the work to fill their own
+#: launches and are aligned alone.
+SMALL_FAMILY_RESIDUES = 1 << 21
+#: Most distinct residues a batch of small families holds (all of BaliFam's 56 families of
+#: 1,000 sequences, 9.4 x 10^6, in one): bounds the host memory of the read families that
+#: wait and the device memory of a level's gathered profiles (the leaves' one-hot tables,
+#: 112 bytes a residue). The DP itself runs in pieces that fit the device.
+BATCH_RESIDUES = 1 << 24
+#: A family with a longer sequence is aligned alone: the GPU's Prim kernel holds a
+#: sequence's bit masks in shared memory up to ~50,000 residues and runs a call with a
+#: longer one on the CPU, which would take every family of the batch there.
+BATCH_MAX_LENGTH = 1 << 15
 
 Status = Literal["done", "skipped", "failed"]
 BackendLike = Union[Backend, Callable[[], Backend], None]
@@ -155,23 +182,106 @@ def align_file(
     only once the alignment is done, by a rename, so a failed family leaves
     nothing. Bugs and interruptions (anything but FAMILY_ERRORS) propagate.
     """
-    start = time.perf_counter()
-    progress = current()
-    try:
-        with progress.stage("reading"):
-            db = read_fasta(input)
-        from msa.pipeline import align_db
+    read = _read_family(Family(input, output, -1), params)
+    return read if isinstance(read, FamilyResult) else _align_alone(read, backend, fmt)
 
-        aligned = align_db(db, params, backend)  # reports its own stages
-        with entered_whole(open_output(output)) as out, progress.stage("writing"):
+
+@dataclass
+class _ReadFamily:
+    """A family read and prepared (msa.pipeline.prepare_family), waiting for its alignment;
+    ``seconds`` it took so far."""
+
+    family: Family
+    prepared: PreparedFamily
+    sequences: int  # every record, and its residues (the result's counts)
+    residues: int
+    seconds: float
+
+    @property
+    def work(self) -> int:
+        """Residues of the distinct sequences: what a batch's budget counts."""
+        return self.prepared.residues
+
+    @property
+    def small(self) -> bool:
+        """Whether it goes into a batch of small families (see SMALL_FAMILY_RESIDUES)."""
+        prepared = self.prepared
+        return (
+            prepared.params.tree_file is None
+            and prepared.residues <= SMALL_FAMILY_RESIDUES
+            and int(prepared.unique.lengths.max(initial=0)) <= BATCH_MAX_LENGTH
+        )
+
+
+def _read_family(family: Family, params: AlignParams) -> "_ReadFamily | FamilyResult":
+    """Read and prepare one family (sequence type, duplicates); a failed result on its errors."""
+    start = time.perf_counter()
+    try:
+        with current().stage("reading"):
+            db = read_fasta(family.input)
+        from msa.pipeline import prepare_family
+
+        prepared = prepare_family(db, params)
+    except FAMILY_ERRORS as exc:
+        return _failed(family, exc, time.perf_counter() - start)
+    return _ReadFamily(family, prepared, len(db), int(db.offsets[-1]), time.perf_counter() - start)
+
+
+def _align_alone(read: _ReadFamily, backend: BackendLike, fmt: str) -> FamilyResult:
+    """Align one read family by itself and write it."""
+    start = time.perf_counter()
+    try:
+        from msa.pipeline import align_prepared
+
+        aligned = align_prepared(read.prepared, backend)  # reports its own stages
+    except FAMILY_ERRORS as exc:
+        return _failed(read.family, exc, read.seconds + time.perf_counter() - start)
+    return _write(read, aligned, fmt, time.perf_counter() - start)
+
+
+def _align_batch(reads: list[_ReadFamily], backend: BackendLike, fmt: str, progress: Progress) -> Iterator[FamilyResult]:
+    """Align read families together (msa.pipeline.align_families) and write them one by one,
+    yielding each result as it is written. If the batch fails (a family's error, or a batch
+    too large for the device memory), each family is aligned alone instead, for its own
+    result or one-line error."""
+    if len(reads) == 1:
+        with progress.family():
+            yield _align_alone(reads[0], backend, fmt)
+        return
+    start = time.perf_counter()
+    try:
+        from msa.pipeline import align_families
+
+        with progress.family():
+            aligned = align_families([r.prepared for r in reads], backend)
+    except (*FAMILY_ERRORS, MemoryError):
+        for read in reads:
+            with progress.family():
+                yield _align_alone(read, backend, fmt)
+        return
+    per_residue = (time.perf_counter() - start) / max(sum(r.work for r in reads), 1)
+    for read, rows in zip(reads, aligned):
+        with progress.family():
+            yield _write(read, rows, fmt, per_residue * read.work)  # its share of the batch's time
+
+
+def _write(read: _ReadFamily, aligned, fmt: str, align_seconds: float) -> FamilyResult:
+    """Write an aligned family whole (by a rename); its result."""
+    start = time.perf_counter()
+    family = read.family
+    try:
+        with entered_whole(open_output(family.output)) as out, current().stage("writing"):
             write_alignment(out, aligned, fmt)
     except FAMILY_ERRORS as exc:
-        return FamilyResult(input, output, "failed", error=_family_error(input, exc),
-                            seconds=time.perf_counter() - start)
+        return _failed(family, exc, read.seconds + align_seconds + time.perf_counter() - start)
     return FamilyResult(
-        input, output, "done", sequences=len(db), residues=int(db.offsets[-1]), width=aligned.width,
-        seconds=time.perf_counter() - start,
+        family.input, family.output, "done", sequences=read.sequences, residues=read.residues,
+        width=aligned.width, seconds=read.seconds + align_seconds + time.perf_counter() - start,
     )
+
+
+def _failed(family: Family, exc: BaseException, seconds: float) -> FamilyResult:
+    return FamilyResult(family.input, family.output, "failed", error=_family_error(family.input, exc), seconds=seconds)
 
 
 def pending(families: Sequence[Family], skip_existing: bool) -> tuple[dict[str, FamilyResult], list[Family]]:
@@ -211,17 +321,35 @@ def run_families(
     shared = _SharedBackend(backend, params)
     residues = 0
     with progress.stage("families", total=len(todo), note=False) as advance:
-        for family in todo:
-            with progress.family():
-                try:
-                    result = align_file(family.input, family.output, params, shared, fmt)
-                except _StartError as exc:
-                    raise exc.error from None
-            results[family.input] = result
+
+        def finish(result: FamilyResult) -> None:
+            nonlocal residues
+            results[result.input] = result
             residues += result.residues
             if on_result is not None:
                 on_result(result)
             advance(1, description=f"families ({_count(residues)} residues)")
+
+        batch: list[_ReadFamily] = []
+        try:
+            for family in todo:
+                with progress.family():
+                    read = _read_family(family, params)
+                if isinstance(read, FamilyResult):
+                    finish(read)
+                elif not read.small:
+                    with progress.family():
+                        finish(_align_alone(read, shared, fmt))
+                else:
+                    if batch and sum(r.work for r in batch) + read.work > BATCH_RESIDUES:
+                        for result in _align_batch(batch, shared, fmt, progress):
+                            finish(result)
+                        batch = []
+                    batch.append(read)
+            for result in _align_batch(batch, shared, fmt, progress):
+                finish(result)
+        except _StartError as exc:
+            raise exc.error from None
     return RunSummary(tuple(results[f.input] for f in families), time.perf_counter() - start)
 
 

@@ -43,6 +43,21 @@ class SeqDB:
         residues = np.frombuffer(b"".join(seqs), dtype=np.uint8).copy()
         return cls.from_arrays(names, list(names), residues, offsets)
 
+    @classmethod
+    def joined(cls, dbs: "list[SeqDB]") -> "SeqDB":
+        """The sequences of ``dbs`` laid end to end (db ``f``'s first at ``sum(len(dbs[:f]))``);
+        one db is returned as it is."""
+        if len(dbs) == 1:
+            return dbs[0]
+        ends = np.cumsum([len(db.residues) for db in dbs])
+        offsets = np.concatenate([np.zeros(1, np.int64)] + [db.offsets[1:] + base for db, base in
+                                                             zip(dbs, np.concatenate(([0], ends[:-1])))])
+        return cls(
+            [name for db in dbs for name in db.names], [d for db in dbs for d in db.descriptions],
+            np.concatenate([db.residues for db in dbs]), offsets.astype(np.int64),
+            np.concatenate([db.codes for db in dbs]),
+        )
+
     def __len__(self) -> int:
         return len(self.names)
 

@@ -113,6 +113,8 @@ class Backend(Protocol):
     # Profile tables and column maps live in the backend's array module ``xp`` (NumPy, or
     # CuPy on the GPU) for the whole stage; ``profile_align`` takes and returns such arrays
     # (batch.counts may also be a host array) and only the final columns go through ``to_host``.
+    # Each merge has its own gap costs (``batch.gap_rows()``): a level may hold merges of several
+    # families (msa.progressive.progressive_align_many), whose costs are rescaled by their sizes.
     xp: ModuleType
 
     def profile_align(self, batch: AlignBatch) -> AlignResult: ...

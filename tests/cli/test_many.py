@@ -144,3 +144,99 @@ def test_usage_errors_are_one_line_before_any_work(run_msa, tmp_path: Path, args
     assert result.returncode == 1 and result.stdout == b""
     assert err.startswith("msa: error: ") and err.count("\n") == 1 and message in err, err
     assert sorted(os.listdir(tmp_path)) == ["a.fa", "b.fa", "sub"]  # no output dir made, nothing written
+
+
+#: Small families besides GOOD's for the batched path: one sequence, two, duplicates, DNA (its own
+#: scoring, so its own group of the batch), and a bad one.
+EXTRA = {
+    "one.fa": b">solo\nMKVLAAGIVGWWCH\n",
+    "two.fa": b">a\nMKVLAAGIVGLLA\n>b\nMKVAAGIVGKLA\n",
+    "dna.fa": b">d1\nACGTACGTTAGCAAT\n>d2\nACGTTCGTAGCAT\n>d3\nACGACGTTAGCAAT\n>d4\nACGTTCGTAGCAT\n",
+    "bad.fa": b">x\nMK1V\n",
+}
+
+
+def write_extra(folder: Path) -> list[str]:
+    records = _records()
+    for name, data in EXTRA.items():
+        (folder / name).write_bytes(data)
+    (folder / "dups.fa").write_bytes(b"".join(records[50:56] + records[50:52] + records[53:54]))
+    for name in GOOD:
+        write_family(folder, name)
+    return sorted([*GOOD, *EXTRA, "dups.fa"])
+
+
+def test_small_families_share_launches_and_match_alone(tmp_path: Path, singles: dict[str, bytes], monkeypatch) -> None:
+    """The batched path of a run (msa.pipeline.align_families): every output byte-identical to
+    the family aligned alone (the -o runs for GOOD), one batch of fewer profile_align calls than
+    the families' alone; budgets that cut it into several batches or leave families alone give
+    the same bytes."""
+    import msa.pipeline
+    import msa.run
+    from msa import align_files
+    from msa.backends.cpu import CpuBackend
+    from msa.params import AlignParams
+    from msa.run import align_file
+
+    class Counting(CpuBackend):
+        calls = 0
+
+        def profile_align(self, batch):
+            Counting.calls += 1
+            return super().profile_align(batch)
+
+    names = write_extra(tmp_path)
+    alone = {}
+    for name in names:
+        out = tmp_path / "alone" / msa.run.output_name(name)
+        out.parent.mkdir(exist_ok=True)
+        result = align_file(str(tmp_path / name), str(out), AlignParams(device="cpu"), Counting())
+        alone[name] = out.read_bytes() if result.status == "done" else result.error
+    assert "record 'x' has the character '1'" in alone["bad.fa"]
+    for name in GOOD:
+        assert alone[name] == singles[name]
+    calls_alone, Counting.calls = Counting.calls, 0
+
+    batches: list[int] = []
+    real = msa.pipeline.align_families
+
+    def recorded(families, backend):
+        batches.append(len(families))
+        return real(families, backend)
+
+    monkeypatch.setattr(msa.pipeline, "align_families", recorded)
+    # (the budgets stay set from one round to the next; PF00001.100 has 6,121 distinct residues, fam_b 2,954)
+    for budget, small, want in [(None, None, [7]), (4500, None, [2, 4]), (None, 2000, [5])]:
+        if budget is not None:
+            monkeypatch.setattr(msa.run, "BATCH_RESIDUES", budget)
+        if small is not None:
+            monkeypatch.setattr(msa.run, "SMALL_FAMILY_RESIDUES", small)
+        batches.clear()
+        folder = tmp_path / f"out-{budget}-{small}"
+        summary = align_files([tmp_path / n for n in names], folder, backend=Counting(), device="cpu")
+        assert batches == want, (budget, small)
+        assert [r.status for r in summary.results] == ["failed" if n == "bad.fa" else "done" for n in names]
+        for name, result in zip(names, summary.results):
+            if result.status == "done":
+                assert Path(result.output).read_bytes() == alone[name], (budget, name)
+            else:
+                assert result.error == alone[name]
+        if budget is None and small is None:
+            assert Counting.calls < calls_alone / 2, (Counting.calls, calls_alone)
+
+
+def test_a_failing_batch_aligns_its_families_alone(tmp_path: Path, singles: dict[str, bytes]) -> None:
+    """A family that fails in the batch (here an exact UPGMA tree past exact_tree_max) fails alone
+    with its own line; the batch's other families are aligned alone and written as usual."""
+    from msa import align_files
+
+    for name in GOOD:
+        write_family(tmp_path, name)
+    names = list(GOOD)  # 25, 12 and 6 sequences
+    summary = align_files([tmp_path / n for n in names], tmp_path / "out", device="cpu", guide_tree="upgma",
+                          exact_tree_max=10)
+    assert [r.status for r in summary.results] == ["failed", "failed", "done"]
+    assert "needs the full distance matrix of 25 sequences" in summary.results[0].error
+    assert summary.results[0].error.startswith(str(tmp_path / names[0]))
+    single = align_files([tmp_path / names[2]], tmp_path / "single", device="cpu", guide_tree="upgma", exact_tree_max=10)
+    assert Path(summary.results[2].output).read_bytes() == Path(single.results[0].output).read_bytes()

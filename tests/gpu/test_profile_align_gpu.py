@@ -283,8 +283,8 @@ def assert_scores(batch: AlignBatch, records: np.ndarray, scores: np.ndarray, ki
 
     assert len(records) == batch.n_merges and N_INFO == 12
     c = batch.counts.astype(np.int64)
-    g = np.asarray(batch.gaps, dtype=np.int64)
-    gap = c[:, GO] * g[0] + c[:, GE] * g[1] + c[:, TGO] * g[2] + c[:, TGE] * g[3]
+    g = np.repeat(batch.gap_rows(), np.diff(batch.col_offsets)[0::2] + np.diff(batch.col_offsets)[1::2], axis=0)
+    gap = c[:, GO] * g[:, 0] + c[:, GE] * g[:, 1] + c[:, TGO] * g[:, 2] + c[:, TGE] * g[:, 3]
     res = c[:, :GO]
     r = res.sum(axis=1)
     m = np.asarray(batch.matrix, dtype=np.int64)
@@ -349,6 +349,74 @@ def test_boundary_bytes(monkeypatch, few_threads, few, pipe_kind):
         assert used <= _boundary_bytes(w[0::2], w[1::2]).sum()
 
 
+def gap_rows(rng, n_merges: int) -> np.ndarray:
+    """A gap vector per merge, most of them different: the defaults rescaled for random family
+    sizes (as merges of several families in one level have), and random costs with
+    terminal open != terminal extension (every gap field read from the merge's own row)."""
+    rows = []
+    for n in rng.integers(1, 20000, n_merges):
+        if rng.random() < 0.5:
+            rows.append(gaps(int(n)))
+        else:
+            rows.append(-np.array([rng.integers(500, 30000), rng.integers(50, 4000),
+                                   rng.integers(50, 3000), rng.integers(50, 3000)], dtype=np.int64))
+    return np.array(rows, dtype=np.int64)
+
+
+def with_gap_rows(batch: AlignBatch, rng) -> AlignBatch:
+    """The batch with its own gap vector per merge; the CPU result is checked to depend on them."""
+    batch.gaps = gap_rows(rng, batch.n_merges)
+    assert len({tuple(r) for r in batch.gaps}) > batch.n_merges // 2
+    return batch
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gaps_per_merge(cuda_backend, seed):
+    """Fresh random merges (sequences and profiles) with different gap costs per merge, in one
+    batch of fewer merges than SMs (dp_fill with wide blocks, or the pipelined fills)."""
+    rng = np.random.default_rng(900 + seed)
+    shapes = [(int(rng.choice([1, 1, 2, 6])), int(rng.integers(1, 600)),
+               int(rng.choice([1, 1, 4, 9])), int(rng.integers(1, 600))) for _ in range(20)]
+    batch = with_gap_rows(batch_of(rng, shapes), rng)
+    want = CPU.profile_align(batch)
+    assert_same(cuda_backend.profile_align(batch), want)
+    one = AlignBatch(batch.counts, batch.col_offsets, batch.n_seqs, batch.matrix, batch.gaps[0])
+    assert not np.array_equal(CPU.profile_align(one).maps, want.maps)  # the rows matter
+
+
+def test_gaps_per_merge_wide_batch(cuda_backend):
+    """As many merges as SMs and more (dp_fill, one column per thread), gaps per merge."""
+    rng = np.random.default_rng(911)
+    shapes = [(int(rng.choice([1, 3])), int(rng.integers(1, 300)), 1, int(rng.integers(1, 300)))
+              for _ in range(cuda_backend.n_sm + 9)]
+    batch = with_gap_rows(batch_of(rng, shapes), rng)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+
+
+def test_gaps_per_merge_pieces(cuda_backend, monkeypatch):
+    """Gaps per merge in a batch cut into one-merge pieces: each piece uploads its merges' rows."""
+    rng = np.random.default_rng(912)
+    batch = with_gap_rows(batch_of(rng, SHAPES[:9]), rng)
+    monkeypatch.setattr("msa.backends.cuda.memory.MEMORY_FRACTION", 1e-12)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+
+
+@pytest.mark.parametrize("threads", [32, 128])
+def test_gaps_per_merge_pipelined(cuda_backend, monkeypatch, threads, pipe_kind):
+    """Gaps per merge through dp_pipe / dp_scan (many chunks a merge, tickets of several merges)
+    and their cell scores."""
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", threads)
+    fills = count_fills(monkeypatch, cuda_backend)
+    seen = capture_scores(monkeypatch, cuda_backend)
+    rng = np.random.default_rng(913 + threads)
+    shapes = [(1, 300, 1, 700), (3, 517, 1, 290), (1, 40, 5, 900), (6, 400, 4, 450), (1, 1, 1, 800)]
+    batch = with_gap_rows(batch_of(rng, shapes), rng)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({pipe_kind: 1})
+    assert_scores(batch, *seen[0], pipe_kind)
+
+
 def test_wide_batch(cuda_backend):
     """At least as many merges as SMs: one column per thread (the leaves' levels)."""
     rng = np.random.default_rng(9)
@@ -399,3 +467,34 @@ def test_progressive_on_device(cuda_backend, monkeypatch, shape, few_threads, pi
     got = progressive_align(db, tree, MATRIX, g, cuda_backend)
     assert got[1] == want[1]
     np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("few_threads", [512, 32])
+def test_progressive_many_on_device(cuda_backend, monkeypatch, few_threads, pipe_kind):
+    """Many families in shared level batches on the device (each merge with its family's gap
+    costs): every family's columns equal its CPU progressive_align alone, 1- and 2-sequence
+    families and deep and shallow trees among them."""
+    monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
+    from msa.progressive import progressive_align, progressive_align_many
+    from msa.seqdb import SeqDB
+    from msa.tree import build_guide_tree
+    from msa.tree.guide_tree import GuideTree
+
+    rng = np.random.default_rng(71)
+    dbs, trees, gap_list = [], [], []
+    for f, n in enumerate([1, 2, 40, 3, 90, 1, 17, 2, 60]):
+        seqs = related(rng, n, int(rng.integers(20, 400)))
+        db = SeqDB.from_pairs([(f"s{k}", bytes(b"ARNDCQEGHILKMFPSTWYV"[c] for c in s)) for k, s in enumerate(seqs)])
+        if f % 3 == 2 and n > 2:  # a caterpillar: one merge a level
+            tree = GuideTree(n, np.array([[0, 1]] + [[n + k - 1, k + 1] for k in range(1, n - 1)]), np.arange(n - 1.0))
+        else:
+            tree = build_guide_tree(db, AlignParams(), CPU)
+        dbs.append(db)
+        trees.append(tree)
+        gap_list.append(gap_costs(AlignParams() if f % 2 else AlignParams(gap_open=4.0), n * (f + 1)))
+    got = progressive_align_many(dbs, trees, MATRIX, gap_list, cuda_backend)
+    for db, tree, g, (columns, width) in zip(dbs, trees, gap_list, got):
+        want_columns, want_width = progressive_align(db, tree, MATRIX, g, CPU)
+        assert width == want_width
+        np.testing.assert_array_equal(columns, want_columns)

@@ -357,3 +357,63 @@ def test_prim_for_every_group_gives_the_same_parttree() -> None:
     got = build_guide_tree(db, params, PrimEverywhere())
     assert np.array_equal(got.children, want.children)
     assert np.array_equal(got.heights, want.heights)
+
+
+class CountingCpu(CpuBackend):
+    """The CPU backend counting its tree-stage calls; ``prim_every_group`` as the GPU's if asked."""
+
+    def __init__(self, prim_every_group: bool = False) -> None:
+        super().__init__()
+        self.prim_every_group = prim_every_group
+        self.calls: dict[str, int] = {}
+
+    def __getattribute__(self, name: str):
+        attr = super().__getattribute__(name)
+        if name in ("lcs_prim_msts", "lcs_distance_matrix", "kmer_tables", "kmer_distance_matrix", "sw_distance_matrix"):
+            calls = super().__getattribute__("calls")
+
+            def counted(*args, **kwargs):
+                calls[name] = calls.get(name, 0) + 1
+                return attr(*args, **kwargs)
+
+            return counted
+        return attr
+
+
+@pytest.mark.parametrize(
+    ("options", "prim", "shared"),
+    [
+        ({}, False, {"lcs_distance_matrix": 1}),  # the CPU's default: condensed matrices
+        ({}, True, {"lcs_prim_msts": 1}),  # the GPU's: every family's Prim in one call
+        ({"linkage": "upgma"}, True, {"lcs_distance_matrix": 1}),
+        ({"distance": "kmer"}, False, {"kmer_tables": 1, "kmer_distance_matrix": 1}),
+        ({"distance": "sw", "guide_tree": "upgma"}, False, {"sw_distance_matrix": 1}),
+        ({"exact_tree_max": 20, "mst_tree_max": 30}, False, None),  # exact, Prim past 20, PartTree past 30
+    ],
+)
+def test_trees_of_many_families_are_each_built_alone(options, prim, shared) -> None:
+    """build_guide_trees: each family's tree is build_guide_tree's alone (1 and 2 sequences too),
+    and the families' exact trees share the backend's calls."""
+    from msa.tree.build import build_guide_trees
+
+    rng = np.random.default_rng(31)
+    dbs = [family(rng, c, per, int(rng.integers(30, 90)))[0] for c, per in
+           [(1, 1), (3, 9), (1, 2), (4, 10), (2, 13), (1, 1), (5, 8)]]
+    params = AlignParams(**options)
+    backend = CountingCpu(prim)
+    trees = build_guide_trees(dbs, params, backend)
+    if shared is not None:
+        assert backend.calls == shared
+    for db, tree in zip(dbs, trees):
+        want = build_guide_tree(db, params, CountingCpu(prim))
+        assert tree.n_leaves == len(db)
+        assert np.array_equal(tree.children, want.children)
+        assert np.array_equal(tree.heights, want.heights)
+
+
+def test_trees_of_many_families_refuse_as_alone() -> None:
+    from msa.tree.build import build_guide_trees
+
+    dbs = [family(np.random.default_rng(32), 2, n, 40)[0] for n in (3, 12)]
+    with pytest.raises(ValueError, match="needs the full distance matrix of 24 sequences"):
+        build_guide_trees(dbs, AlignParams(guide_tree="upgma", exact_tree_max=10), BACKEND)

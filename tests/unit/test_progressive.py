@@ -10,7 +10,7 @@ from msa.backends.cpu import CpuBackend
 from msa.backends.cpu.align import NEG_INF, align_batch, dp_path
 from msa.params import AlignParams, GapCosts, gap_costs
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, gap_counts_from_rows
-from msa.progressive import progressive_align
+from msa.progressive import progressive_align, progressive_align_many
 from msa.rows import gapped_rows
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
@@ -263,6 +263,108 @@ def test_batch_equals_merges_one_by_one():
         m1, p1, _ = align_batch(sub, so, sizes[2 * k : 2 * k + 2], MATRIX, G)
         np.testing.assert_array_equal(m1, maps[offsets[2 * k] : offsets[2 * k + 2]])
         np.testing.assert_array_equal(p1, parents[poff[k] : poff[k + 1]])
+
+
+def test_batch_with_gaps_per_merge_equals_each_merge_alone():
+    """A batch whose merges have different gap costs (families of different sizes in one
+    level): each merge gives what it gives alone with its own costs, and the costs matter."""
+    rng = np.random.default_rng(8)
+    profs = [random_profile(rng, int(rng.integers(1, 5)), int(rng.integers(1, 25))) for _ in range(24)]
+    sizes = np.array([int(p[1].shape[0]) for p in profs], dtype=np.int64)
+    counts = np.concatenate([p[0] for p in profs])
+    offsets = np.concatenate([[0], np.cumsum([len(p[0]) for p in profs])]).astype(np.int64)
+    n_merges = len(profs) // 2
+    rows = np.array([[gap_costs(AlignParams(), int(n)), gap_costs(AlignParams(gap_open=3.0), int(n))][k % 2]
+                     for k, n in enumerate(rng.integers(1, 5000, n_merges))])
+    rows = np.array([[g.open, g.extend, g.term_open, g.term_extend] for g in rows], dtype=np.int64)
+    assert len({tuple(r) for r in rows}) > 3
+    maps, parents, poff = align_batch(counts, offsets, sizes, MATRIX, rows)
+    differs = 0
+    for k in range(n_merges):
+        sub = np.concatenate([profs[2 * k][0], profs[2 * k + 1][0]])
+        so = np.array([0, len(profs[2 * k][0]), len(sub)], dtype=np.int64)
+        m1, p1, _ = align_batch(sub, so, sizes[2 * k : 2 * k + 2], MATRIX, rows[k])
+        np.testing.assert_array_equal(m1, maps[offsets[2 * k] : offsets[2 * k + 2]])
+        np.testing.assert_array_equal(p1, parents[poff[k] : poff[k + 1]])
+        m2, _, _ = align_batch(sub, so, sizes[2 * k : 2 * k + 2], MATRIX, rows[(k + 1) % n_merges])
+        differs += not np.array_equal(m1, m2)
+    assert differs  # some merge aligns differently under another merge's costs
+    with pytest.raises(ValueError, match="gaps must be"):
+        align_batch(counts, offsets, sizes, MATRIX, rows[:-1])
+
+
+class CountingBackend(CpuBackend):
+    """The CPU backend, counting its progressive calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = {"profile_align": 0, "gather_profiles": 0, "place_segments": 0}
+
+    def profile_align(self, batch):
+        self.calls["profile_align"] += 1
+        return super().profile_align(batch)
+
+    def gather_profiles(self, *args):
+        self.calls["gather_profiles"] += 1
+        return super().gather_profiles(*args)
+
+    def place_segments(self, *args):
+        self.calls["place_segments"] += 1
+        return super().place_segments(*args)
+
+
+def random_families(rng):
+    """Small random families of different sizes and tree shapes (1 and 2 sequences too), each
+    with its own gap costs (the defaults rescaled for its size, or other costs)."""
+    shapes = [caterpillar, balanced, lambda n: random_tree(rng, n)]
+    sizes = [1, 2, 3, 5, 8, 13, 40, 60, 2, 1, 30, 7]
+    dbs, trees, gaps = [], [], []
+    for f, n in enumerate(sizes):
+        dbs.append(random_db(rng, n, 1, int(rng.integers(2, 60))))
+        trees.append(shapes[f % 3](n))
+        params = AlignParams() if f % 4 else AlignParams(gap_open=5.0, gap_extend=2.0, terminal_gap=0.3)
+        gaps.append(gap_costs(params, n * int(rng.integers(1, 100))))  # as if the family had duplicates
+    return dbs, trees, gaps
+
+
+def test_many_families_each_as_alone():
+    """Families aligned in shared level batches get exactly the columns they get alone; the
+    progressive calls are as many as the deepest tree's levels, not the sum."""
+    rng = np.random.default_rng(61)
+    dbs, trees, gaps = random_families(rng)
+    assert len({(g.open, g.extend) for g in gaps}) > 5
+    backend = CountingBackend()
+    got = progressive_align_many(dbs, trees, MATRIX, gaps, backend)
+    depth = [int(t.levels().max()) if t.n_leaves > 1 else 0 for t in trees]
+    assert backend.calls["profile_align"] == backend.calls["place_segments"] == max(depth)
+    assert backend.calls["gather_profiles"] < sum(depth)  # one a level, and the pool's compactions
+    assert sum(depth) > 1.5 * max(depth)
+    for db, tree, g, (columns, width) in zip(dbs, trees, gaps, got):
+        want_columns, want_width = progressive_align(db, tree, MATRIX, g, CpuBackend())
+        assert width == want_width
+        np.testing.assert_array_equal(columns, want_columns)
+        rows = gapped_rows(db, columns, width)
+        assert rows.shape == (len(db), width)
+    # another order and a subset: the same columns for each family
+    order = rng.permutation(len(dbs))[:7]
+    again = progressive_align_many([dbs[f] for f in order], [trees[f] for f in order],
+                                   MATRIX, [gaps[f] for f in order], CpuBackend())
+    for f, (columns, width) in zip(order, again):
+        assert width == got[f][1]
+        np.testing.assert_array_equal(columns, got[f][0])
+
+
+def test_many_families_checks_each_family():
+    rng = np.random.default_rng(62)
+    dbs, trees, gaps = random_families(rng)
+    with pytest.raises(ValueError, match="the tree has 5 leaves for 3 sequences"):
+        progressive_align_many(dbs[:3], trees[:2] + [trees[3]], MATRIX, gaps[:3], CpuBackend())
+    with pytest.raises(ValueError, match="3 families, 2 trees"):
+        progressive_align_many(dbs[:3], trees[:2], MATRIX, gaps[:3], CpuBackend())
+    empty = SeqDB.from_pairs([("a", "MKV"), ("b", "")])
+    with pytest.raises(ValueError, match="cannot align an empty sequence"):
+        progressive_align_many(dbs[:3] + [empty], trees[:3] + [balanced(2)], MATRIX, gaps[:4], CpuBackend())
+    assert progressive_align_many([], [], MATRIX, [], CpuBackend()) == []
 
 
 # ---- FAMSA agreement on real data --------------------------------------------------------------

@@ -79,7 +79,7 @@ class CpuBackend:
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch (Numba, one merge per thread)."""
         maps, counts, offsets = align_batch(
-            batch.counts, batch.col_offsets, batch.n_seqs, batch.matrix, batch.gaps
+            batch.counts, batch.col_offsets, batch.n_seqs, batch.matrix, batch.gap_rows()
         )
         return AlignResult(maps, counts, offsets)
 

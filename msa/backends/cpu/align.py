@@ -6,14 +6,15 @@ put into P2), typed gap insertion costs, re-typing corrections on D steps, H<->V
 transitions (ALWAYS_3_DIRS) except between two single sequences, FAMSA's
 borders and tie-breaking, int64 scores with -inf = -2**62. The traceback yields
 column maps, and the parent profile is assembled as ``ConstructProfile`` does.
-A batch of merges runs in parallel, one merge per thread.
+A batch of merges runs in parallel, one merge per thread; each merge has its own
+gap costs (row ``k`` of ``g``: merges of different families share a batch).
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from msa.profile import GE, GO, N_COUNTS, TGE, TGO
+from msa.profile import GE, GO, N_COUNTS, TGE, TGO, merge_gap_rows
 
 NEG_INF = -(1 << 62)
 #: Candidate value of a transition FAMSA does not allow there; below any
@@ -326,15 +327,16 @@ def _merge_path(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
     k: int, path: np.ndarray,
 ) -> tuple[int, bool]:
-    """DP of merge ``k`` of a batch into ``path``: (path length, whether child a plays P1)."""
+    """DP of merge ``k`` of a batch into ``path`` (gap costs ``g[k]``): (path length, whether child a plays P1)."""
+    gk = g[k]
     ca = counts[col_offsets[2 * k] : col_offsets[2 * k + 1]]
     cb = counts[col_offsets[2 * k + 1] : col_offsets[2 * k + 2]]
     na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
     first = _first_is_p1(ca, na, cb, nb)
     seqseq = na == 1 and nb == 1
     if first:
-        return dp_path(ca, na, cb, nb, m, g, seqseq, path)[0], first
-    return dp_path(cb, nb, ca, na, m, g, seqseq, path)[0], first
+        return dp_path(ca, na, cb, nb, m, gk, seqseq, path)[0], first
+    return dp_path(cb, nb, ca, na, m, gk, seqseq, path)[0], first
 
 
 @numba.njit(cache=True, nogil=True)
@@ -406,6 +408,8 @@ def _align_pair(
 def align_batch(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every merge of a batch, threaded only when there are several merges to share out."""
+    """Every merge of a batch, threaded only when there are several merges to share out.
+
+    ``g``: one gap vector for every merge, or one row per merge (``(n_merges, 4)``)."""
     kernel = _align_batch if len(n_seqs) > 2 else _align_pair
-    return kernel(counts, col_offsets, n_seqs, m, g)
+    return kernel(counts, col_offsets, n_seqs, m, merge_gap_rows(g, len(n_seqs) // 2))

@@ -98,20 +98,25 @@ class AlignStage(DeviceStage):
         cost = self._align_cost(np.diff(off))
         with cp.cuda.Device(self.device):
             maps = cp.empty(int(off[-1]), dtype=cp.int64)
-            consts = np.concatenate((np.ravel(batch.matrix), np.ravel(batch.gaps))).astype(np.int64)
+            matrix = np.ascontiguousarray(np.ravel(batch.matrix), dtype=np.int64)
+            gap_rows = batch.gap_rows()  # each merge's own gap costs (families of different sizes)
 
             pipeline = n_merges < self.n_sm
 
             def piece(lo: int, hi: int) -> None:
                 a, b = off[2 * lo], off[2 * hi]
                 try:
-                    piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, consts, pipeline)
+                    piece_maps, piece_parents, piece_lengths = self._align_piece(
+                        batch, lo, hi, matrix, gap_rows, pipeline
+                    )
                 except cp.cuda.memory.OutOfMemoryError:
                     if not pipeline or hi - lo > 1:  # several merges: run_in_pieces halves the piece
                         raise
                     # One merge whose 8-byte cell scores do not fit: dp_fill needs 1 byte a cell.
                     cp.get_default_memory_pool().free_all_blocks()
-                    piece_maps, piece_parents, piece_lengths = self._align_piece(batch, lo, hi, consts, False)
+                    piece_maps, piece_parents, piece_lengths = self._align_piece(
+                        batch, lo, hi, matrix, gap_rows, False
+                    )
                 maps[a:b] = piece_maps
                 parents.append(piece_parents)
                 lengths.append(piece_lengths)
@@ -150,11 +155,11 @@ class AlignStage(DeviceStage):
         return cost
 
     def _align_piece(
-        self, batch: AlignBatch, lo: int, hi: int, consts: np.ndarray, pipeline: bool
+        self, batch: AlignBatch, lo: int, hi: int, matrix: np.ndarray, gap_rows: np.ndarray, pipeline: bool
     ) -> tuple[cp.ndarray, cp.ndarray, np.ndarray]:
         """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths).
 
-        One upload (offsets, sizes, scratch offsets, matrix, gaps), six launches (seven with
+        One upload (offsets, sizes, matrix, the merges' gap rows, scratch offsets), six launches (seven with
         dp_pipe), one wait (the parent widths). The fill is dp_pipe when _merge_records says so
         (a piece of a batch of fewer merges than SMs, whose cost counted the cell scores): a
         grid of at most one block per SM drawing (merge, chunk) tickets, after cell_scores has
@@ -168,9 +173,10 @@ class AlignStage(DeviceStage):
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
         counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
         info, t, k, fill, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline)
-        meta = cp.asarray(np.concatenate((col_off, n_seqs, consts, info.ravel())))
+        meta = cp.asarray(np.concatenate((col_off, n_seqs, matrix, gap_rows[lo:hi].ravel(), info.ravel())))
         d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
-        d_m, d_g = meta[4 * n + 1 : 4 * n + 1 + N_CODES * N_CODES], meta[4 * n + 1 + N_CODES * N_CODES :][:4]
+        at = 4 * n + 1 + N_CODES * N_CODES
+        d_m, d_g = meta[4 * n + 1 : at], meta[at : at + 4 * n]  # d_g: 4 int64 per merge of the piece
         d_info = meta[len(meta) - n * N_INFO :]
         terms = [cp.empty(n_cols, dtype=cp.int64) for _ in range(5)]  # gapc, res, start, cont, retype
         s2 = cp.empty((n_cols, N_CODES), dtype=cp.int64)
