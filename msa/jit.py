@@ -13,8 +13,9 @@ still uses it, and what was shipped stays as shipped.
 
 An entry of ``_jitcache`` is valid for the package's exact source (one hash of
 every ``.py`` file of the package, so a change in a called function in another
-module invalidates its callers too), the Numba version, the Python version and
-the CPU (Numba keys its entries on the CPU name and features). A checkout or
+module invalidates its callers too), the Numba version, NumPy's major.minor
+version, the Python version and the CPU (Numba keys its entries on the CPU name
+and features). A checkout or
 an editable install has no ``_jitcache``: there :func:`njit` is ``numba.njit``.
 
 This uses Numba's cache classes (``numba.core.caching``) and the dispatcher's
@@ -86,10 +87,14 @@ def _shipped_folder(py_func: Callable) -> Path | None:
 
 @functools.cache
 def package_stamp() -> str:
-    """SHA-256 of every ``.py`` file of the package (its path and bytes): the source stamp of the
-    shipped entries. Numba's own stamp is the function's file alone, which misses a change in a
-    function it calls from another module."""
+    """SHA-256 of every ``.py`` file of the package (its path and bytes) and of NumPy's version
+    (major.minor: Numba's typing follows NumPy's rules): the source stamp of the shipped
+    entries. Numba's own stamp is the function's file alone, which misses a change in a
+    function it calls from another module; Numba's version and the CPU are in its index."""
+    import numpy
+
     h = hashlib.sha256()
+    h.update(("numpy " + ".".join(numpy.__version__.split(".")[:2]) + "\0").encode())
     for path in sorted(PACKAGE.rglob("*.py"), key=lambda p: p.relative_to(PACKAGE).as_posix()):
         rel = path.relative_to(PACKAGE)
         if rel.parts[0] in ("__pycache__", SHIPPED.name) or "__pycache__" in rel.parts:
