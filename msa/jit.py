@@ -117,6 +117,11 @@ def _cache_class() -> type:
 
         def __init__(self, py_func: Callable, folder: Path, build: bool) -> None:
             super().__init__(py_func)
+            # What the methods below use of Numba's Cache: missing in some Numba, the caller falls back.
+            for name in ("_index_key", "_enabled", "_impl"):
+                getattr(self, name)
+            for name in ("rebuild", "reduce", "check_cachable", "filename_base"):
+                getattr(self._impl, name)
             self._folder = folder
             self._build = build
             self._lock_file: Any = None
