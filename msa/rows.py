@@ -13,6 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from msa.jit import njit
 from msa.seqdb import SeqDB, _ranges
 
 
@@ -28,7 +29,7 @@ def gapped_rows(db: SeqDB, columns: np.ndarray, width: int, ids: np.ndarray | No
     return rows
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def place_residues(
     flat: np.ndarray, line: int, width: int, ids: np.ndarray, offsets: np.ndarray,
     columns: np.ndarray, letters: np.ndarray, clear: bool,
@@ -43,7 +44,7 @@ def place_residues(
             flat[base + c + c // width] = 45 if clear else letters[p]  # 45: b'-'
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def fill_records(
     out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray, template: np.ndarray,
     width: int, ids: np.ndarray, offsets: np.ndarray, columns: np.ndarray, letters: np.ndarray,

@@ -7,7 +7,8 @@ use them (the CUDA kernels write the index as a one-liner that points here).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from msa.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

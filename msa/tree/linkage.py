@@ -10,9 +10,10 @@ comparable between PartTree joins and exact subtrees.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from msa.distances.condensed import condensed_index
+from msa.jit import njit
 from msa.tree.guide_tree import GuideTree
 
 #: MAFFT's PartTree mixes single and average linkage with this weight (sueff, ``-X 0.1``).

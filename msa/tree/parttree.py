@@ -39,12 +39,12 @@ Deviations from MAFFT, all deliberate:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from msa.distances.condensed import condensed_index, condensed_offsets
 from msa.distances.kmers import MAX_KMER_DIST, KmerTables
 from msa.interrupts import check
 from msa.alphabet import load_matrix
+from msa.jit import njit
 from msa.params import MST_TREE_MAX, AlignParams, Linkage, gap_costs
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree

@@ -12,8 +12,8 @@ them, so the partition and the joins both follow single linkage.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from msa.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -13,12 +13,13 @@ import numpy as np
 from msa.backends.cpu import kmers, lcs, sw
 from msa.backends.cpu.align import align_batch
 from msa.distances.kmers import MAX_KMER_DIST, KmerTables
+from msa.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 from msa.seqdb import _ranges
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _first_compiled(x: np.ndarray) -> int:
     return x.size
 

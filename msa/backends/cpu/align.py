@@ -14,6 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from msa.jit import njit
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, merge_gap_rows
 
 NEG_INF = -(1 << 62)
@@ -26,7 +27,7 @@ _COL0 = _V | (_V << 2) | (_V << 4)  # border column: every state came from V
 _NRES = GO
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _start_counts(c: np.ndarray, n: int, i: int) -> tuple[int, int, int, int]:
     """(open, ext, term_open, term_ext) of a gap column put after column i (1-based, i >= 1)."""
     w = c.shape[0]
@@ -39,7 +40,7 @@ def _start_counts(c: np.ndarray, n: int, i: int) -> tuple[int, int, int, int]:
     return n - e - to - te, e, to, te
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _cont_counts(c: np.ndarray, n: int, i: int) -> tuple[int, int]:
     """(ext, term_ext) of a further gap column after column i, as the DP prices it."""
     w = c.shape[0]
@@ -49,7 +50,7 @@ def _cont_counts(c: np.ndarray, n: int, i: int) -> tuple[int, int]:
     return n - te, te
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def nonzero_cells(c: np.ndarray) -> int:
     """FAMSA's ``get_num_of_non_zeros``: residue and gap-type counters plus its total-gap row."""
     total = 0
@@ -65,7 +66,7 @@ def nonzero_cells(c: np.ndarray) -> int:
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dp_path(
     c1: np.ndarray, n1: int, c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray,
     seqseq: bool, path: np.ndarray,
@@ -225,7 +226,7 @@ def dp_path(
     return k, best
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _add_column(out: np.ndarray, p: int, c: np.ndarray, i: int, shift: int, tshift: int) -> None:
     """Add column i of a child into parent column p, re-typing opens that now continue a run."""
     for k in range(N_COUNTS):
@@ -236,7 +237,7 @@ def _add_column(out: np.ndarray, p: int, c: np.ndarray, i: int, shift: int, tshi
     out[p, TGE] += tshift
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def build_parent(
     path: np.ndarray, length: int, c1: np.ndarray, n1: int, c2: np.ndarray, n2: int,
     map1: np.ndarray, map2: np.ndarray, out: np.ndarray,
@@ -312,7 +313,7 @@ def build_parent(
         prev = state
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _first_is_p1(ca: np.ndarray, na: int, cb: np.ndarray, nb: int) -> bool:
     """FAMSA's choice of which profile plays P1 (``CProfile::Align``); it decides ties."""
     if na == 1:
@@ -322,7 +323,7 @@ def _first_is_p1(ca: np.ndarray, na: int, cb: np.ndarray, nb: int) -> bool:
     return nonzero_cells(ca) * cb.shape[0] < nonzero_cells(cb) * ca.shape[0]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _merge_path(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
     k: int, path: np.ndarray,
@@ -339,7 +340,7 @@ def _merge_path(
     return dp_path(cb, nb, ca, na, m, gk, seqseq, path)[0], first
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _merge_parent(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, k: int,
     path: np.ndarray, length: int, a_first: bool, maps: np.ndarray, out: np.ndarray,
@@ -353,7 +354,7 @@ def _merge_parent(
         build_parent(path, length, counts[sb:se], nb, counts[sa:sb], na, maps[sb:se], maps[sa:sb], out)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _align_batch(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -382,7 +383,7 @@ def _align_batch(
     return maps, parents, parent_off
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _align_pair(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

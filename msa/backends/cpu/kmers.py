@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from msa.alphabet import GROUP6
 from msa.distances.condensed import condensed_row, condensed_rows
 from msa.distances.kmers import EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerTables
+from msa.jit import njit
 
 # MAFFT's protein length-factor constants (anchor A6).
 LENFAC_A = 0.01

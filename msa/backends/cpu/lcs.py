@@ -22,9 +22,10 @@ These are the CPU oracles of ``kernels/lcs_distance.cu``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from msa.distances.condensed import condensed_row, condensed_rows
+from msa.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -10,9 +10,10 @@ at 0; only the best cell's score is kept, so memory is O(length) per pair.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from msa.distances.condensed import condensed_row, condensed_rows
+from msa.jit import njit
 
 #: Residue codes the substitution matrix covers (msa.alphabet.ALPHABET).
 N_CODES = 24

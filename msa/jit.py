@@ -1,0 +1,177 @@
+"""Numba's ``njit`` for msa, reading first the compiled code shipped inside the package.
+
+Every compiled function of msa is decorated with :func:`njit` from here, with
+``cache=True`` as with ``numba.njit``. The wheel build (``hatch_build.py``)
+runs :mod:`msa._precompile`, which compiles every function for the types the
+pipeline calls it with and writes Numba's cache files into the package as
+``msa/_jitcache/``. At run time each function looks there first; anything not
+found there (another Numba version, another CPU, a type the build did not run)
+goes to Numba's own cache as ``numba.njit(cache=True)`` does: compiled on
+first use and saved in ``__pycache__`` beside the module or in Numba's user
+cache directory. ``msa/_jitcache`` itself is only read, so a read-only install
+still uses it, and what was shipped stays as shipped.
+
+An entry of ``_jitcache`` is valid for the package's exact source (one hash of
+every ``.py`` file of the package, so a change in a called function in another
+module invalidates its callers too), the Numba version, NumPy's major.minor
+version, the Python version and the CPU (Numba keys its entries on the CPU name
+and features). A checkout or
+an editable install has no ``_jitcache``: there :func:`njit` is ``numba.njit``.
+
+This uses Numba's cache classes (``numba.core.caching``) and the dispatcher's
+``_cache`` attribute, internals that may change between Numba versions: if they
+are not as expected, :func:`njit` falls back to plain ``numba.njit(cache=True)``.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import numba
+
+#: The package folder, and the compiled code shipped in it by the wheel build.
+PACKAGE = Path(__file__).resolve().parent
+SHIPPED = PACKAGE / "_jitcache"
+#: Set by the wheel build only (msa._precompile): compile into this folder, ignoring every
+#: other cache, so that each function used is compiled and saved there.
+BUILD_ENV = "MSA_JITCACHE_BUILD_DIR"
+
+
+def njit(**options: Any) -> Callable[[Callable], Any]:
+    """``numba.njit(**options)``; with ``cache=True`` the shipped cache is read first."""
+    cache = options.pop("cache", False)
+
+    def wrap(fn: Callable) -> Any:
+        dispatcher = numba.njit(**options)(fn)
+        if cache:
+            _enable_caching(dispatcher)
+        return dispatcher
+
+    return wrap
+
+
+def _enable_caching(dispatcher: Any) -> None:
+    folder = _shipped_folder(dispatcher.py_func)
+    if folder is not None:
+        try:
+            dispatcher._cache = _cache_class()(dispatcher.py_func, folder, build=_build_dir() is not None)
+            return
+        except Exception:  # Numba's internals changed: behave as numba.njit(cache=True)
+            if _build_dir() is not None:
+                raise
+    dispatcher.enable_caching()
+
+
+def _build_dir() -> Path | None:
+    value = os.environ.get(BUILD_ENV)
+    return Path(value) if value else None
+
+
+def _shipped_folder(py_func: Callable) -> Path | None:
+    """Where ``py_func``'s shipped entries are: the module's folder within the package, under
+    the shipped (or, building, the build's) cache folder; None for a function outside msa or
+    where nothing was shipped."""
+    root = _build_dir() or SHIPPED
+    if not root.is_dir() and _build_dir() is None:
+        return None
+    try:
+        rel = Path(inspect.getfile(py_func)).resolve().parent.relative_to(PACKAGE)
+    except ValueError:
+        return None
+    return root / rel
+
+
+@functools.cache
+def package_stamp() -> str:
+    """SHA-256 of every ``.py`` file of the package (its path and bytes) and of NumPy's version
+    (major.minor: Numba's typing follows NumPy's rules): the source stamp of the shipped
+    entries. Numba's own stamp is the function's file alone, which misses a change in a
+    function it calls from another module; Numba's version and the CPU are in its index."""
+    import numpy
+
+    h = hashlib.sha256()
+    h.update(("numpy " + ".".join(numpy.__version__.split(".")[:2]) + "\0").encode())
+    for path in sorted(PACKAGE.rglob("*.py"), key=lambda p: p.relative_to(PACKAGE).as_posix()):
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] in ("__pycache__", SHIPPED.name) or "__pycache__" in rel.parts:
+            continue
+        h.update(rel.as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+@functools.cache
+def _cache_class() -> type:
+    from numba.core.caching import FunctionCache, IndexDataCacheFile
+
+    class ShippedFirstCache(FunctionCache):
+        """Numba's per-function cache, reading ``folder`` (the shipped entries) first.
+
+        Misses are compiled and saved where Numba's locators say (its usual cache), never in
+        ``folder``; building, only ``folder`` is read and written.
+        """
+
+        def __init__(self, py_func: Callable, folder: Path, build: bool) -> None:
+            super().__init__(py_func)
+            # What the methods below use of Numba's Cache: missing in some Numba, the caller falls back.
+            for name in ("_index_key", "_enabled", "_impl"):
+                getattr(self, name)
+            for name in ("rebuild", "reduce", "check_cachable", "filename_base"):
+                getattr(self._impl, name)
+            self._folder = folder
+            self._build = build
+            self._lock_file: Any = None
+            self._shipped = IndexDataCacheFile(
+                cache_path=str(folder), filename_base=self._impl.filename_base, source_stamp=package_stamp()
+            )
+
+        def _load_overload(self, sig: Any, target_context: Any) -> Any:
+            if not self._enabled:
+                return None
+            key = self._index_key(sig, target_context.codegen())
+            data = self._shipped.load(key)
+            if data is None and self._build and self._lock():
+                data = self._shipped.load(key)  # another build process may have compiled it meanwhile
+                if data is not None:
+                    self._unlock()
+            if data is not None:
+                return self._impl.rebuild(target_context, data)
+            if self._build:
+                return None  # compiled next, then _save_overload (which releases the lock)
+            return super()._load_overload(sig, target_context)
+
+        def _save_overload(self, sig: Any, data: Any) -> None:
+            if not self._build:
+                super()._save_overload(sig, data)
+                return
+            try:
+                if self._enabled and self._impl.check_cachable(data):
+                    self._folder.mkdir(parents=True, exist_ok=True)
+                    self._shipped.save(self._index_key(sig, data.codegen), self._impl.reduce(data))
+            finally:
+                self._unlock()
+
+        # Building in several processes (msa._precompile), each function is compiled by one:
+        # the others wait on its lock file, then load what it saved. Call graphs have no cycles,
+        # so a process holding one function's lock while it compiles a callee cannot deadlock.
+        def _lock(self) -> bool:
+            try:
+                import fcntl
+            except ImportError:  # no fcntl (Windows): the build runs one process
+                return False
+            if self._lock_file is None:
+                self._folder.mkdir(parents=True, exist_ok=True)
+                self._lock_file = open(self._folder / f"{self._impl.filename_base}.lock", "wb")
+                fcntl.flock(self._lock_file, fcntl.LOCK_EX)
+            return True
+
+        def _unlock(self) -> None:
+            if self._lock_file is not None:
+                self._lock_file.close()  # releases the flock
+                self._lock_file = None
+
+    return ShippedFirstCache
