@@ -87,17 +87,19 @@ def _shipped_folder(py_func: Callable) -> Path | None:
 
 @functools.cache
 def package_stamp() -> str:
-    """SHA-256 of every ``.py`` file of the package (its path and bytes) and of NumPy's version
-    (major.minor: Numba's typing follows NumPy's rules): the source stamp of the shipped
-    entries. Numba's own stamp is the function's file alone, which misses a change in a
-    function it calls from another module; Numba's version and the CPU are in its index."""
+    """SHA-256 of every module of the package (its path and bytes; ``.py`` files in folders
+    with an ``__init__.py``, so not the data the wheel adds, e.g. ``_kernels/build.py``) and
+    of NumPy's version (major.minor: Numba's typing follows NumPy's rules): the source stamp
+    of the shipped entries. Numba's own stamp is the function's file alone, which misses a
+    change in a function it calls from another module; Numba's version and the CPU are in
+    its index."""
     import numpy
 
     h = hashlib.sha256()
     h.update(("numpy " + ".".join(numpy.__version__.split(".")[:2]) + "\0").encode())
     for path in sorted(PACKAGE.rglob("*.py"), key=lambda p: p.relative_to(PACKAGE).as_posix()):
         rel = path.relative_to(PACKAGE)
-        if rel.parts[0] in ("__pycache__", SHIPPED.name) or "__pycache__" in rel.parts:
+        if rel.parts[0] == SHIPPED.name or "__pycache__" in rel.parts or not (path.parent / "__init__.py").is_file():
             continue
         h.update(rel.as_posix().encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
