@@ -87,8 +87,8 @@ def _shipped_folder(py_func: Callable) -> Path | None:
 
 @functools.cache
 def package_stamp() -> str:
-    """SHA-256 of every module of the package (its path and bytes; ``.py`` files in folders
-    with an ``__init__.py``, so not the data the wheel adds, e.g. ``_kernels/build.py``) and
+    """SHA-256 of every module of the package (its path and bytes; ``.py`` files of the package
+    and its subpackages, not of data folders the wheel adds, e.g. ``_kernels/build.py``) and
     of NumPy's version (major.minor: Numba's typing follows NumPy's rules): the source stamp
     of the shipped entries. Numba's own stamp is the function's file alone, which misses a
     change in a function it calls from another module; Numba's version and the CPU are in
@@ -99,11 +99,16 @@ def package_stamp() -> str:
     h.update(("numpy " + ".".join(numpy.__version__.split(".")[:2]) + "\0").encode())
     for path in sorted(PACKAGE.rglob("*.py"), key=lambda p: p.relative_to(PACKAGE).as_posix()):
         rel = path.relative_to(PACKAGE)
-        if rel.parts[0] == SHIPPED.name or "__pycache__" in rel.parts or not (path.parent / "__init__.py").is_file():
+        if rel.parts[0] == SHIPPED.name or "__pycache__" in rel.parts or not _module_folder(path.parent):
             continue
         h.update(rel.as_posix().encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
+
+
+def _module_folder(folder: Path) -> bool:
+    """The package's own folder, or a subpackage of it (not a data folder such as _kernels)."""
+    return folder == PACKAGE or (folder / "__init__.py").is_file()
 
 
 @functools.cache
