@@ -5,10 +5,34 @@ modules early so that they load while the input is read; nothing below imports i
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
 from msa.backends import Backend, prepare_backend
+from msa.params import MST_TREE_MAX
+
+#: Under ``--device auto`` a single input file of at most this many bytes (compressed: times
+#: GZIP_RATIO) aligns on the CPU even where a GPU is present: for a family this small,
+#: importing CuPy and making the CUDA context cost more than the whole alignment (H100
+#: machine, 16 host cores: the 200-sequence example takes 1.5 s on the CPU and 2.1 s on the
+#: GPU warm, 1.7 s and 6.4 s on a first run; benchmarks/NOTES.md). Both backends give the
+#: same alignment up to MST_TREE_MAX["cpu"] sequences, so past that the GPU is started after all.
+SMALL_INPUT_BYTES = 1 << 18
+#: What a gzipped FASTA file's size is multiplied by for SMALL_INPUT_BYTES (protein FASTA
+#: compresses about 3-4x).
+GZIP_RATIO = 4
+
+
+def small_input(path: str) -> bool:
+    """Whether ``path`` (a file; ``-`` is stdin, never small) is small enough for the CPU under auto."""
+    if path == "-":
+        return False
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return False  # reading it reports the error
+    return size * (GZIP_RATIO if path.endswith(".gz") else 1) <= SMALL_INPUT_BYTES
 
 
 class BackendStart:
@@ -27,15 +51,31 @@ class BackendStart:
     the process while a CUDA context is half made.
     """
 
-    def __init__(self, device: str, memory_cap: int | None = None) -> None:
-        self._device = device
+    def __init__(self, device: str, memory_cap: int | None = None, small: bool = False) -> None:
+        """``small``: the input is small (:func:`small_input`); under ``auto`` the CPU backend
+        starts, and :meth:`sequences` starts the GPU instead if the input turns out to hold
+        more sequences than the two backends align alike."""
+        self._deferred = device == "auto" and small
+        self._device = "cpu" if self._deferred else device
         self._memory_cap = memory_cap
+        self._start()
+
+    def _start(self) -> None:
         self._result: tuple[Backend, str | None] | None = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._registries = threading.Thread(target=_load_numba_registries, name="msa-numba-start", daemon=True)
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
         self._thread.start()
+
+    def sequences(self, n: int) -> None:
+        """The input holds ``n`` sequences: a small input's CPU start stands only if
+        the CPU aligns it as the GPU would (its exact trees reach as far), else auto starts."""
+        if self._deferred and n > MST_TREE_MAX["cpu"]:
+            self._deferred = False
+            self.__exit__()
+            self._device = "auto"
+            self._start()
 
     def __enter__(self) -> BackendStart:
         return self
@@ -64,6 +104,8 @@ class BackendStart:
             assert self._error is not None
             raise self._error
         backend, note = self._result
+        if self._deferred:
+            note = "msa: using the CPU for a small input (--device cuda takes the GPU)"
         if note is not None and not quiet:
             print(note, file=sys.stderr)
         return backend

@@ -22,7 +22,7 @@ from msa.io.formats import output_size
 from msa.io.output import check_space
 from msa.params import AlignParams
 from msa.progress import Progress
-from msa.startup import BackendStart
+from msa.startup import BackendStart, small_input
 
 
 @app.command()
@@ -122,9 +122,10 @@ def align(
             return
         input = inputs[0]
         start = time.perf_counter()
-        with BackendStart(params.device, memory_cap) as backend_start:
+        with BackendStart(params.device, memory_cap, small_input(input)) as backend_start:
             with progress.stage("reading"):
                 db = read_fasta(input)
+            backend_start.sequences(len(db))
             from msa.pipeline import prepare
 
             db, run = prepare(db, params, note=False)  # the sequence type, once for the tree and the alignment

@@ -44,3 +44,54 @@ def test_no_python_function_is_compiled_twice() -> None:
                 assert seen.setdefault(value.py_func, value) is value, f"{value.py_func.__name__} compiled twice"
     assert cpu_align._align_batch.targetoptions.get("parallel")
     assert not cpu_align._align_pair.targetoptions.get("parallel")
+
+
+def test_small_inputs_by_size(tmp_path: Path) -> None:
+    from msa.startup import GZIP_RATIO, SMALL_INPUT_BYTES, small_input
+
+    small, big, gz = tmp_path / "s.fa", tmp_path / "b.fa", tmp_path / "g.fa.gz"
+    small.write_bytes(b">a\nMK\n" * (SMALL_INPUT_BYTES // 6))
+    big.write_bytes(b"x" * (SMALL_INPUT_BYTES + 1))
+    gz.write_bytes(b"x" * (SMALL_INPUT_BYTES // GZIP_RATIO + 1))
+    assert small_input(str(small))
+    assert not small_input(str(big)) and not small_input(str(gz))
+    assert not small_input("-") and not small_input(str(tmp_path / "missing.fa"))
+
+
+def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
+    """auto + small: the CPU, without trying the GPU; past MST_TREE_MAX['cpu'] sequences the
+    two backends' trees could differ, so auto starts as usual."""
+    import msa.startup
+    from msa.backends.cpu import CpuBackend
+    from msa.params import MST_TREE_MAX
+
+    asked: list[str] = []
+
+    def prepare(device, memory_cap=None):
+        asked.append(device)
+        return CpuBackend, "msa: using the GPU (cuda backend)" if device == "auto" else None
+
+    monkeypatch.setattr(msa.startup, "prepare_backend", prepare)
+    with msa.startup.BackendStart("auto", small=True) as start:
+        start.sequences(MST_TREE_MAX["cpu"])
+        assert isinstance(start.backend(quiet=True), CpuBackend)
+    assert asked == ["cpu"]
+    with msa.startup.BackendStart("auto", small=True) as start:
+        start.sequences(MST_TREE_MAX["cpu"] + 1)
+        start.backend(quiet=True)
+    assert asked == ["cpu", "cpu", "auto"]
+    with msa.startup.BackendStart("cuda", small=True) as start:  # an explicit device stands
+        start.backend(quiet=True)
+    assert asked[-1] == "cuda"
+
+
+def test_a_small_input_aligns_as_on_the_cpu(tmp_path: Path) -> None:
+    """The CLI under auto says it took the CPU for the example, and writes the --device cpu bytes."""
+    example = REPO / "datasets" / "examples" / "example.fa"
+    runs = [
+        subprocess.run([sys.executable, "-m", "msa", "align", str(example), *extra], cwd=tmp_path,
+                       capture_output=True, check=True)
+        for extra in ([], ["--device", "cpu", "-q"])
+    ]
+    assert runs[0].stdout == runs[1].stdout
+    assert b"using the CPU for a small input" in runs[0].stderr
