@@ -73,7 +73,7 @@ class BackendStart:
         the CPU aligns it as the GPU would (its exact trees reach as far), else auto starts."""
         if self._deferred and n > MST_TREE_MAX["cpu"]:
             self._deferred = False
-            self.__exit__()
+            self._join()
             self._device = "auto"
             self._start()
 
@@ -81,6 +81,9 @@ class BackendStart:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._join()
+
+    def _join(self) -> None:
         self._thread.join()
         if self._registries.is_alive():
             self._registries.join()
