@@ -275,10 +275,9 @@ def _label(source: str | os.PathLike[str]) -> str:
     return "stdin" if str(source) == "-" else os.fspath(source)
 
 
-def _positions(buf: np.ndarray, byte: int) -> np.ndarray:
+def _positions(buf: np.ndarray, byte: int, block: int = 1 << 20) -> np.ndarray:
     """Where ``byte`` occurs in ``buf``, found a block at a time: a mask of the whole input
     (330 MB at 10^6 sequences) cost more in fresh memory than the search itself."""
-    block = 1 << 20
     found = [np.flatnonzero(buf[lo : lo + block] == byte) + lo for lo in range(0, len(buf), block)]
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
