@@ -98,7 +98,30 @@ NUC_GROUP6[: len(BASES)] = np.arange(len(BASES))
 
 def encode(raw: np.ndarray, seq_type: str = "protein") -> np.ndarray:
     """Residue codes of a flat uint8 array of letters, in the alphabet of ``seq_type``."""
-    return (NUC_ENCODE if seq_type in NUCLEOTIDE_TYPES else ENCODE)[raw]
+    return lookup(NUC_ENCODE if seq_type in NUCLEOTIDE_TYPES else ENCODE, raw)
+
+
+#: Bytes translated at a time by lookup (a block and its translation stay in the CPU's cache).
+LOOKUP_BLOCK = 1 << 20
+
+
+def lookup(table: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """``table[raw]`` for a 256-entry uint8 table and uint8 bytes, as a new writable array.
+
+    Done by ``bytes.translate``, a C loop over the bytes: NumPy's indexing first widens
+    every byte to an 8-byte index, which made it 3-4x slower (0.9 s against 0.3 s for the
+    330 MB of a 10^6-sequence FASTA). A block at a time, so no second full-size copy is
+    needed to get a writable result.
+    """
+    if raw.dtype != np.uint8 or table.dtype != np.uint8 or len(table) != 256:
+        return table[raw]
+    flat = raw.reshape(-1)
+    out = np.empty(flat.shape, dtype=np.uint8)
+    tab = table.tobytes()
+    for lo in range(0, len(flat), LOOKUP_BLOCK):
+        block = flat[lo : lo + LOOKUP_BLOCK].tobytes().translate(tab)
+        out[lo : lo + len(block)] = np.frombuffer(block, dtype=np.uint8)
+    return out.reshape(raw.shape)
 
 
 def detect_seq_type(residues: np.ndarray, offsets: np.ndarray) -> str:

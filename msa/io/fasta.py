@@ -25,13 +25,14 @@ import gzip
 import io
 import mmap
 import os
+import re
 import sys
 import zlib
 from typing import BinaryIO, Protocol, Sequence
 
 import numpy as np
 
-from msa.alphabet import ENCODE, GAP_BYTES, INVALID
+from msa.alphabet import ENCODE, GAP_BYTES, INVALID, lookup
 from msa.io.output import check_space, needing, regular_file, reserve
 from msa.seqdb import SeqDB, _ranges
 
@@ -45,20 +46,23 @@ MAP_BYTES = 1 << 28
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
-_NL, _CR, _GT, _HASH = 10, 13, ord(">"), ord("#")
+_NL, _GT, _HASH = 10, ord(">"), ord("#")
 _BLANK = b" \t\n\r\v\f"
 
-#: Byte classes of sequence text: dropped (blanks, gaps), residue, invalid, or a gap kept (aligned input).
-SKIP, RESIDUE, BAD, GAP = 0, 1, 2, 3
+#: Byte classes of sequence text: the line end, a residue, a gap kept (aligned input), an invalid
+#: byte, or one dropped (other blanks; gaps of unaligned input). Bit flags: OR-ing a record's
+#: classes tells at once whether it has a residue, a bad byte, or bytes to drop besides line ends.
+NEWLINE, RESIDUE, GAP, BAD, SKIP = 0, 1, 2, 4, 8
 
 
 def _class_table() -> np.ndarray:
     table = np.where(ENCODE == INVALID, BAD, RESIDUE).astype(np.uint8)
     table[np.frombuffer(_BLANK + GAP_BYTES, dtype=np.uint8)] = SKIP
+    table[_NL] = NEWLINE
     return table
 
 
-#: byte -> SKIP, RESIDUE or BAD.
+#: byte -> NEWLINE, SKIP, RESIDUE or BAD.
 BYTE_CLASS = _class_table()
 #: The same for aligned input, where the gap characters are kept (GAP).
 ALIGNED_BYTE_CLASS = BYTE_CLASS.copy()
@@ -178,77 +182,90 @@ def parse_aligned_fasta(data: bytes, label: str = "input") -> tuple[list[str], l
 def _parse_records(
     data: bytes, label: str, aligned: bool
 ) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    """The one FASTA tokenizer: (names, headers, kept bytes, offsets); gaps kept when ``aligned``."""
+    """The one FASTA tokenizer: (names, headers, kept bytes, offsets); gaps kept when ``aligned``.
+
+    A few passes over the bytes, none with more than a byte per input byte: lines come from
+    the newline positions, header lines are masked by repeating a flag per line, and the
+    byte classes come from one table lookup. Where a record drops nothing but line ends (the
+    common case), its length is arithmetic on its lines; only otherwise are its bytes summed.
+    """
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     buf = np.frombuffer(data, dtype=np.uint8)
     if len(buf) == 0:
         raise InputError(f"{label}: empty input")
-    binary = np.flatnonzero(_BINARY[buf][: 1 << 20])  # a binary file shows itself early
+    binary = np.flatnonzero(_BINARY[buf[: 1 << 20]])  # a binary file shows itself early
     if len(binary):
         pos = int(binary[0])
         raise InputError(
             f"{label}: binary data, not FASTA (byte 0x{buf[pos]:02x} on line {_line_of(buf, pos)})"
         )
-    if _CR in buf and _NL not in buf:  # classic Mac line endings
-        buf = np.where(buf == _CR, np.uint8(_NL), buf)
+    if b"\n" not in data and b"\r" in data:  # classic Mac line endings
+        data = data.replace(b"\r", b"\n")
+        buf = np.frombuffer(data, dtype=np.uint8)
 
-    newlines = np.flatnonzero(buf == _NL)
+    newlines = _positions(buf, _NL)
     line_starts = np.concatenate(([0], newlines + 1))
     line_starts = line_starts[line_starts < len(buf)]
-    head_starts = line_starts[buf[line_starts] == _GT]
-    head_ends = _line_ends(newlines, head_starts, len(buf))
+    line_ends = np.append(newlines, len(buf))[: len(line_starts)]  # each line's newline, or the end
+    is_head = buf[line_starts] == _GT
+    head_lines = np.flatnonzero(is_head)
+    head_starts, head_ends = line_starts[head_lines], line_ends[head_lines]
     if len(head_starts) == 0:
         if not _IS_BLANK[buf].all():
             raise InputError(f"{label}: not FASTA (no line starts with '>')")
         raise InputError(f"{label}: empty input (only blank lines)")
 
-    cls = (ALIGNED_BYTE_CLASS if aligned else BYTE_CLASS)[buf]
-    _mask_ranges(cls, head_starts, head_ends)
     first = int(head_starts[0])
     lead = ~_IS_BLANK[buf[:first]]
     if aligned:  # '#' title lines before the first record (A3M) are not sequence
-        titles = line_starts[(line_starts < first) & (buf[line_starts] == _HASH)]
-        title_ends = _line_ends(newlines, titles, len(buf))
-        lead[_ranges(titles, title_ends - titles)] = False
-        _mask_ranges(cls, titles, title_ends)
+        titles = np.flatnonzero(buf[line_starts[: head_lines[0]]] == _HASH)
+        lead[_ranges(line_starts[titles], line_ends[titles] - line_starts[titles])] = False
     lead = np.flatnonzero(lead)
     if len(lead):
         raise InputError(
             f"{label}: not FASTA (line {_line_of(buf, int(lead[0]))} comes before the first '>' header)"
         )
 
-    headers = _headers(data, head_starts, head_ends)  # same positions as buf
-    names = [_first_word(h) for h in headers]
-    unnamed = [i for i, name in enumerate(names) if not name]
-    if unnamed:
-        raise InputError(f"{label}: line {_line_of(buf, int(head_starts[unnamed[0]]))}: header has no name")
+    in_header = np.repeat(is_head, np.diff(line_starts, append=len(buf)))  # every byte of a header line
+    header_text = buf[in_header].tobytes()
+    headers = _headers(header_text)
+    names = _first_words(headers, header_text)
+    if not all(names):
+        unnamed = names.index("")
+        raise InputError(f"{label}: line {_line_of(buf, int(head_starts[unnamed]))}: header has no name")
 
-    bad = np.flatnonzero(cls == BAD)
-    if len(bad):
-        pos = int(bad[0])
+    cls = lookup(ALIGNED_BYTE_CLASS if aligned else BYTE_CLASS, buf)
+    cls[:first] = NEWLINE  # blank, or title lines: not sequence
+    np.copyto(cls, NEWLINE, where=in_header)
+    del in_header
+    # The classes in each record's text, from its header's newline on (a header ending the input has none).
+    inside = head_ends < len(buf)
+    present = np.zeros(len(head_ends), dtype=np.uint8)
+    present[inside] = np.bitwise_or.reduceat(cls, head_ends[inside])
+    if np.any(present & BAD):
+        pos = int(np.flatnonzero(cls == BAD)[0])
         rec = int(np.searchsorted(head_starts, pos, side="right")) - 1
         raise InputError(
             f"{label}: line {_line_of(buf, pos)}: record {names[rec]!r} has "
             f"{describe_byte(int(buf[pos]))}, which is not a residue letter"
         )
-
-    keep = cls != SKIP
-    # Bytes kept and residues per record: sums from each header's end (a header ending the input has none).
-    inside = head_ends < len(keep)
-    counts = np.zeros(len(head_ends), dtype=np.int64)
-    counts[inside] = np.add.reduceat(keep.view(np.uint8), head_ends[inside], dtype=np.int32)
-    residues = counts
-    if aligned:
-        residues = np.zeros(len(head_ends), dtype=np.int64)
-        residues[inside] = np.add.reduceat((cls == RESIDUE).view(np.uint8), head_ends[inside], dtype=np.int32)
-    empty = np.flatnonzero(residues == 0)
+    empty = np.flatnonzero((present & RESIDUE) == 0)
     if len(empty):
         rec = int(empty[0])
         raise InputError(
             f"{label}: line {_line_of(buf, int(head_starts[rec]))}: record {names[rec]!r} "
             f"has no residues" + (f" ({len(empty)} such records)" if len(empty) > 1 else "")
         )
+
+    # Every record has text by now (head_ends are all inside).
+    if np.any(present & SKIP):  # blanks within lines, CRLF, gaps of unaligned text: count what is kept
+        keep = (cls & (RESIDUE | GAP)) != 0
+        counts = np.add.reduceat(keep.view(np.uint8), head_ends, dtype=np.int64)
+    else:  # only line ends to drop: a record keeps its text less one newline per line
+        keep = cls != NEWLINE if aligned else cls.view(bool)  # unaligned: only 0 and 1 are left
+        text_ends = np.append(head_starts[1:], len(buf))
+        counts = text_ends - head_ends - np.diff(np.append(head_lines, len(newlines)))
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     return names, headers, buf[keep], offsets
@@ -258,24 +275,33 @@ def _label(source: str | os.PathLike[str]) -> str:
     return "stdin" if str(source) == "-" else os.fspath(source)
 
 
-def _line_ends(newlines: np.ndarray, starts: np.ndarray, size: int) -> np.ndarray:
-    """Position of the newline ending each line that starts at ``starts`` (or ``size``)."""
-    at = np.searchsorted(newlines, starts)
-    padded = np.append(newlines, size)
-    return padded[at]
+def _positions(buf: np.ndarray, byte: int, block: int = 1 << 20) -> np.ndarray:
+    """Where ``byte`` occurs in ``buf``, found a block at a time: a mask of the whole input
+    (330 MB at 10^6 sequences) cost more in fresh memory than the search itself."""
+    found = [np.flatnonzero(buf[lo : lo + block] == byte) + lo for lo in range(0, len(buf), block)]
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
-def _mask_ranges(cls: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
-    """Mark the bytes of [start, end) ranges (the header lines, a few % of the input) as not sequence."""
-    cls[_ranges(starts, ends - starts)] = SKIP
+def _headers(text: bytes) -> list[str]:
+    """Each header's text after '>', trailing CRs dropped (``text``: the header lines, one after
+    another); odd bytes survive a write via surrogateescape. Decoded in one piece: a decode per
+    header cost more than the rest of the reading at 10^6 records. Line ends are ASCII, so
+    the pieces decode as they would alone."""
+    if not text.endswith(b"\n"):
+        text += b"\n"
+    lines = text.decode("utf-8", "surrogateescape")
+    if "\r" in lines:
+        lines = re.sub("\r+\n", "\n", lines)
+    return lines[1:-1].split("\n>")
 
 
-def _headers(data: bytes, starts: np.ndarray, ends: np.ndarray) -> list[str]:
-    """Header text after '>', trailing CR dropped; odd bytes survive a write via surrogateescape."""
-    return [
-        data[s + 1 : e].rstrip(b"\r").decode("utf-8", "surrogateescape")
-        for s, e in zip(starts.tolist(), ends.tolist())
-    ]
+def _first_words(headers: list[str], text: bytes) -> list[str]:
+    """The name of each header (see _first_word); ``text``: the header lines' bytes. In ASCII
+    without the separators 0x1c-0x1f, str.split's blanks are ASCII's, so the names are split
+    straight from the decoded headers."""
+    if text.isascii() and not any(sep in text for sep in (b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
+        return [(h.split(None, 1) or [""])[0] for h in headers]
+    return [_first_word(h) for h in headers]
 
 
 def _first_word(header: str) -> str:

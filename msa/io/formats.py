@@ -275,9 +275,8 @@ def read_alignment(source: str, in_format: str = "auto"):
         fmt = "a3m"  # lower-case inserts without their gaps: A3M
     if fmt in ("a2m", "a3m"):
         columns, width = expand_inserts(text, offsets, label)
-    else:
-        columns = np.arange(len(text), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-        width = int(lengths[0])
+    else:  # rows of one width: each byte's column is its place in its row
+        columns, width = None, int(lengths[0])
     return AlignedRows.from_text(names, descriptions, text, offsets, columns, width)
 
 

@@ -77,6 +77,28 @@ def test_bad_input_names_the_problem(data: bytes, message: str) -> None:
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("blank", [b"", b" ", b"\r", b"-"])
+def test_reading_does_not_depend_on_blocks_or_blanks(monkeypatch: pytest.MonkeyPatch, blank: bytes) -> None:
+    """Lines and classes are found a block at a time, and a record's length is taken from its
+    lines unless it has blanks (or gaps) to drop: every way gives the same records."""
+    import msa.alphabet
+    import msa.io.fasta as fasta
+
+    rng = np.random.default_rng(0)
+    letters = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWYx*", dtype=np.uint8)
+    seqs_in = [letters[rng.integers(0, len(letters), size=rng.integers(1, 90))].tobytes() for _ in range(40)]
+    lines = [line for i, seq in enumerate(seqs_in)
+             for line in (b">s%d d" % i, *(seq[k:k + 13] + blank for k in range(0, len(seq), 13)))]
+    data = b"\n".join(lines) + b"\n"
+    want = parse_fasta(data)
+    assert seqs(want) == seqs_in and want.names == [f"s{i}" for i in range(40)]
+    monkeypatch.setattr(msa.alphabet, "LOOKUP_BLOCK", 7)
+    monkeypatch.setattr(fasta._positions, "__defaults__", (5,))
+    got = parse_fasta(data)
+    assert seqs(got) == seqs_in and got.descriptions == want.descriptions
+    np.testing.assert_array_equal(got.codes, want.codes)
+
+
 def test_reads_gzip_by_content(tmp_path: Path) -> None:
     path = tmp_path / "x.fasta"  # no .gz suffix: detection is by magic bytes
     path.write_bytes(gzip.compress(b">a\nMK\n>b\nLV\n"))
