@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from msa.backends import Backend, prepare_backend
 from msa.params import MST_TREE_MAX
@@ -118,4 +120,27 @@ def _load_numba_registries() -> None:
     """Numba's registries, imported on the thread (importing Numba alone takes ~0.5 s)."""
     from msa.backends.cpu import load_numba_registries
 
-    load_numba_registries()
+    with _no_blas_probe():
+        load_numba_registries()
+
+
+#: The module Numba's array-math registry imports to see whether SciPy's BLAS is there.
+BLAS_PROBE = "scipy.linalg.cython_blas"
+
+
+@contextmanager
+def _no_blas_probe() -> Iterator[None]:
+    """While the registries load, Numba's BLAS probe finds no BLAS, so SciPy's linalg is not
+    imported: that import was 0.58 s of the 1.3 s the registries took on the H100 machine's
+    host, on the thread that competes with the main one for the GIL. No compiled function of
+    msa uses BLAS (``np.dot``, ``np.linalg``), and this runs only in msa's own processes (the
+    CLI), never when msa is imported as a library."""
+    if BLAS_PROBE in sys.modules:
+        yield
+        return
+    sys.modules[BLAS_PROBE] = None  # type: ignore[assignment]  (an import of it raises ImportError)
+    try:
+        yield
+    finally:
+        if sys.modules.get(BLAS_PROBE, 0) is None:
+            del sys.modules[BLAS_PROBE]
