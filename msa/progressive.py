@@ -213,6 +213,7 @@ class _ProfilePool:
         self.row = np.zeros(n_nodes, dtype=np.int64)  # row in its store now (after compactions)
         self.live = np.zeros(n_nodes, dtype=bool)
         self.stores: list = []
+        self.members: list[np.ndarray | None] = []  # each store's nodes still in it, in node order
         self.store_live: list[int] = []
         self.level_cols: list[int] = []
 
@@ -224,6 +225,7 @@ class _ProfilePool:
         self.start[nodes] = self.row[nodes] = col_offsets[:-1]
         self.live[nodes] = True
         self.stores.append(counts)
+        self.members.append(np.asarray(nodes))
         self.store_live.append(int(col_offsets[-1]))
         self.level_cols.append(int(col_offsets[-1]))
 
@@ -240,13 +242,14 @@ class _ProfilePool:
         for s in np.flatnonzero(taken).tolist():
             self.store_live[s] -= int(taken[s])
             if self.store_live[s] == 0:
-                self.stores[s] = None
+                self.stores[s] = self.members[s] = None
             elif 2 * self.store_live[s] < len(self.stores[s]):
                 self._compact(s)
         return out, _offsets(w)
 
     def _compact(self, s: int) -> None:
-        keep = np.flatnonzero(self.live & (self.level == s))
+        keep = self.members[s][self.live[self.members[s]]]
+        self.members[s] = keep
         w = self.widths[keep]
         self.stores[s] = self.backend.gather_profiles(
             self.stores, np.full(len(keep), s), self.row[keep], w, self.codes

@@ -77,23 +77,19 @@ class SeqDB:
 
     def subset(self, index: np.ndarray) -> "SeqDB":
         """The sequences at ``index``, in that order, as a new compact SeqDB."""
+        from msa.seqops import take_ranges
+
         index = np.asarray(index, dtype=np.int64)
         starts = self.offsets[index]
         lengths = self.offsets[index + 1] - starts
         offsets = np.zeros(len(index) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        if len(index) and np.all(index[1:] > index[:-1]):  # in order (the distinct sequences): a byte mask
-            chosen = np.zeros(len(self), dtype=bool)
-            chosen[index] = True
-            gather = np.repeat(chosen, self.lengths)
-        else:
-            gather = _ranges(starts, lengths)
         return SeqDB(
             [self.names[i] for i in index],
             [self.descriptions[i] for i in index],
-            self.residues[gather],
+            take_ranges(self.residues, starts, lengths),
             offsets,
-            self.codes[gather],
+            take_ranges(self.codes, starts, lengths),
         )
 
     def unique(self) -> tuple[np.ndarray, np.ndarray]:
@@ -103,23 +99,30 @@ class SeqDB:
         distinct sequence in input order, and for every sequence the index of its
         representative within ``representatives``.
         """
+        from msa.seqops import hash_sequences, same_sequences
+
         n = len(self)
         lengths = self.lengths
-        # Hash each sequence with a polynomial over its bytes (vectorized), then
-        # confirm candidate groups byte for byte.
-        h = _hash_sequences(self.residues, self.offsets)
+        # Hash each sequence (compiled, one pass), sort by (length, hash, index), then
+        # confirm each run's members against its first byte for byte.
+        h = hash_sequences(self.residues, self.offsets)
         key = np.lexsort((np.arange(n), h, lengths))
         reps = np.arange(n)
         k_len, k_h = lengths[key], h[key]
         same_as_prev = np.zeros(n, dtype=bool)
         same_as_prev[1:] = (k_len[1:] == k_len[:-1]) & (k_h[1:] == k_h[:-1])
         run_start = np.maximum.accumulate(np.where(~same_as_prev, np.arange(n), 0))
-        for pos in np.flatnonzero(same_as_prev):  # only hash collisions/duplicates reach here
-            cand = key[run_start[pos]]
-            if self.sequence(key[pos]) == self.sequence(cand):
-                reps[key[pos]] = cand
-            else:  # a true hash collision: keep it as its own representative
-                run_start[pos:][run_start[pos:] == run_start[pos]] = pos
+        dup = np.flatnonzero(same_as_prev)
+        cand = key[run_start[dup]]
+        equal = same_sequences(self.residues, self.offsets, key[dup], cand)
+        reps[key[dup]] = cand
+        if not equal.all():  # a true hash collision (not seen in practice): those runs by their bytes
+            starts = np.flatnonzero(~same_as_prev)
+            ends = np.append(starts[1:], n)
+            for r in np.unique(run_start[dup[~equal]]).tolist():
+                first: dict[bytes, int] = {}
+                for i in key[r : ends[np.searchsorted(starts, r)]].tolist():  # in input order
+                    reps[i] = first.setdefault(self.sequence(i), i)
         representatives = np.flatnonzero(reps == np.arange(n))
         position = np.full(n, -1, dtype=np.int64)
         position[representatives] = np.arange(len(representatives))
@@ -141,28 +144,3 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.cumsum(out)
 
 
-def _hash_sequences(residues: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """A 64-bit polynomial hash of every sequence, computed with whole-array ops.
-
-    Position weights come from one table of powers (uint64 products wrap mod
-    2**64) and each sequence's terms are summed by ``add.reduceat``, so the cost
-    is a few passes over the residues (``add.at`` took seconds at 10^5 sequences).
-    """
-    n = len(offsets) - 1
-    h = np.zeros(n, dtype=np.uint64)
-    if len(residues) == 0:
-        return h
-    lengths = np.diff(offsets)
-    powers = np.full(int(lengths.max()), 1099511628211, dtype=np.uint64)
-    powers[0] = 1
-    with np.errstate(over="ignore"):
-        np.cumprod(powers, out=powers)
-        filled = lengths > 0
-        starts, spans = offsets[:-1][filled], lengths[filled]
-        pos = np.ones(len(residues), dtype=np.int32)  # position within its sequence, by one cumsum
-        pos[0] = 0
-        pos[starts[1:]] = 1 - spans[:-1]
-        np.cumsum(pos, out=pos)
-        terms = (residues.astype(np.uint64) + np.uint64(1)) * powers[pos]
-        h[filled] = np.add.reduceat(terms, starts)
-    return h

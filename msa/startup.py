@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from msa.backends import Backend, prepare_backend
 from msa.params import MST_TREE_MAX
@@ -66,7 +64,10 @@ class BackendStart:
         self._result: tuple[Backend, str | None] | None = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
-        self._registries = threading.Thread(target=_load_numba_registries, name="msa-numba-start", daemon=True)
+        self._blas_block = _BlasProbeBlock()
+        self._registries = threading.Thread(
+            target=_load_numba_registries, args=(self._blas_block,), name="msa-numba-start", daemon=True
+        )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
         self._thread.start()
 
@@ -89,6 +90,7 @@ class BackendStart:
         self._thread.join()
         if self._registries.is_alive():
             self._registries.join()
+        self._blas_block.release()
 
     def _run(self) -> None:
         try:
@@ -116,31 +118,35 @@ class BackendStart:
         return backend
 
 
-def _load_numba_registries() -> None:
+def _load_numba_registries(block: _BlasProbeBlock) -> None:
     """Numba's registries, imported on the thread (importing Numba alone takes ~0.5 s)."""
     from msa.backends.cpu import load_numba_registries
 
-    with _no_blas_probe():
+    try:
         load_numba_registries()
+    finally:
+        block.release()
 
 
 #: The module Numba's array-math registry imports to see whether SciPy's BLAS is there.
 BLAS_PROBE = "scipy.linalg.cython_blas"
 
 
-@contextmanager
-def _no_blas_probe() -> Iterator[None]:
-    """While the registries load, Numba's BLAS probe finds no BLAS, so SciPy's linalg is not
-    imported: that import was 0.58 s of the 1.3 s the registries took on the H100 machine's
-    host, on the thread that competes with the main one for the GIL. No compiled function of
-    msa uses BLAS (``np.dot``, ``np.linalg``), and this runs only in msa's own processes (the
-    CLI), never when msa is imported as a library."""
-    if BLAS_PROBE in sys.modules:
-        yield
-        return
-    sys.modules[BLAS_PROBE] = None  # type: ignore[assignment]  (an import of it raises ImportError)
-    try:
-        yield
-    finally:
-        if sys.modules.get(BLAS_PROBE, 0) is None:
+class _BlasProbeBlock:
+    """Until the registries are loaded, Numba's BLAS probe finds no BLAS, so SciPy's linalg is
+    not imported: that import was 0.58 s of the 1.3 s the registries took on the H100
+    machine's host, on a thread that competes with the main one for the GIL. Set when the
+    start begins, so the probe is skipped whichever thread makes the first compiled call.
+    No compiled function of msa uses BLAS (``np.dot``, ``np.linalg``); this runs only in
+    msa's own processes (the CLI), never when msa is imported as a library."""
+
+    def __init__(self) -> None:
+        self._active = BLAS_PROBE not in sys.modules
+        if self._active:
+            sys.modules[BLAS_PROBE] = None  # type: ignore[assignment]  (importing it raises ImportError)
+
+    def release(self) -> None:
+        """Let the module be imported again (idempotent)."""
+        if self._active and sys.modules.get(BLAS_PROBE, 0) is None:
             del sys.modules[BLAS_PROBE]
+        self._active = False

@@ -1,4 +1,5 @@
-"""SeqDB.unique against a dictionary of the raw bytes, on sets with empty sequences and many duplicates."""
+"""SeqDB.unique against a dictionary of the raw bytes, on sets with empty sequences and many duplicates
+(and with every hash colliding); subsets and the compiled range gather."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,13 @@ import pytest
 from msa.seqdb import SeqDB
 
 
+@pytest.mark.parametrize("collide", [False, True])
 @pytest.mark.parametrize("seed", range(5))
-def test_unique_matches_a_dictionary(seed: int) -> None:
+def test_unique_matches_a_dictionary(seed: int, collide: bool, monkeypatch) -> None:
+    if collide:  # every sequence of a length hashes alike: the byte-for-byte fallback decides
+        import msa.seqops
+
+        monkeypatch.setattr(msa.seqops, "hash_sequences", lambda residues, offsets: np.zeros(len(offsets) - 1, np.uint64))
     rng = np.random.default_rng(seed)
     pool = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWYx"), int(rng.integers(0, 40)))) for _ in range(30)]
     pool += ["", "A", "AA", "a"]  # empty and near-identical sequences
@@ -31,3 +37,19 @@ def test_subset_in_order_and_shuffled_give_the_same_sequences() -> None:
         assert [sub.sequence(k) for k in range(len(index))] == [db.sequence(int(i)) for i in index]
         assert sub.names == [db.names[i] for i in index] and np.array_equal(sub.codes, np.concatenate(
             [db.codes[db.offsets[i] : db.offsets[i + 1]] for i in index]))
+
+
+def test_take_ranges_and_same_sequences_match_numpy() -> None:
+    from msa.seqops import same_sequences, take_ranges
+
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 9, 40)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    residues = rng.integers(65, 68, int(offsets[-1])).astype(np.uint8)
+    pick = rng.integers(0, 40, 25)
+    want = np.concatenate([residues[offsets[i] : offsets[i + 1]] for i in pick])
+    assert np.array_equal(take_ranges(residues, offsets[pick], lengths[pick]), want)
+    a, b = rng.integers(0, 40, 200), rng.integers(0, 40, 200)
+    same = [residues[offsets[i] : offsets[i + 1]].tobytes() == residues[offsets[j] : offsets[j + 1]].tobytes()
+            for i, j in zip(a, b)]
+    assert same_sequences(residues, offsets, a, b).tolist() == same

@@ -95,3 +95,20 @@ def test_a_small_input_aligns_as_on_the_cpu(tmp_path: Path) -> None:
     ]
     assert runs[0].stdout == runs[1].stdout
     assert b"using the CPU for a small input" in runs[0].stderr
+
+
+def test_the_cli_start_skips_numbas_blas_probe() -> None:
+    """A CLI run loads Numba's registries without importing SciPy's linalg (msa uses no BLAS),
+    and leaves the probe's module importable afterwards."""
+    code = (
+        "import sys, numpy as np\n"
+        "from msa.startup import BLAS_PROBE, BackendStart\n"
+        "with BackendStart('cpu') as start:\n"
+        "    start.backend(quiet=True)\n"
+        "    start._registries.join()\n"
+        "from msa.seqops import take_ranges\n"
+        "take_ranges(np.arange(4), np.array([1]), np.array([2]))\n"
+        "print('scipy.linalg' in sys.modules, sys.modules.get(BLAS_PROBE, 0) is None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]

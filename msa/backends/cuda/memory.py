@@ -16,7 +16,7 @@ import numpy as np
 
 from msa.backends import DeviceMemoryError
 from msa.distances.condensed import condensed_offsets
-from msa.seqdb import _ranges
+from msa.seqops import take_ranges
 
 #: Share of the free device memory one piece of work may plan to use.
 MEMORY_FRACTION = 0.5
@@ -40,7 +40,7 @@ def sequences_on_device(
     lens = offsets[seqs + 1] - offsets[seqs]
     seq_off = np.zeros(len(seqs) + 1, dtype=np.int64)
     np.cumsum(lens, out=seq_off[1:])
-    return lens, cp.asarray(codes[_ranges(offsets[seqs], lens)]), cp.asarray(seq_off)
+    return lens, cp.asarray(take_ranges(codes, offsets[seqs], lens)), cp.asarray(seq_off)
 
 
 def condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
