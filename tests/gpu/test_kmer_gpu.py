@@ -16,6 +16,7 @@ from msa.tree.build import build_guide_tree
 pytestmark = pytest.mark.gpu
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
+UNKNOWN = np.frombuffer(b"X", dtype=np.uint8)
 #: Bases as they may be written (U is T), and the letters the nucleotide 6-mers drop.
 BASES = np.frombuffer(b"ACGTUacgtu", dtype=np.uint8)
 AMBIGUOUS = np.frombuffer(b"NnRYSWKMBDHV", dtype=np.uint8)
@@ -23,7 +24,7 @@ CPU = CpuBackend()
 
 
 def family(n: int, mean_len: int, n_anc: int, rate: float, seed: int, x_rate: float = 0.01,
-           letters: np.ndarray = AMINO, unknown: np.ndarray = np.frombuffer(b"X", np.uint8)):
+           letters: np.ndarray = AMINO, unknown: np.ndarray = UNKNOWN):
     """Letters and offsets of ``n`` mutated copies of ``n_anc`` random ancestors (lengths vary),
     a share ``x_rate`` of the residues replaced by ``unknown`` letters."""
     rng = np.random.default_rng(seed)
