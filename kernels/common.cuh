@@ -5,26 +5,31 @@
 #define KMER_SECTION 32          // sequences per interleaved section (one warp)
 #define KMER_TABLE_SIZE 46656    // 6^6 six-mer codes
 
-// MAFFT's protein length-factor constants (anchor A6), as in msa/backends/cpu/kmers.py.
-#define LENFAC_A 0.01
-#define LENFAC_B 10000.0
-#define LENFAC_C 10000.0
-#define LENFAC_D 0.1
 #define EMPTY_DISTANCE 1.0
+
+// MAFFT's length-factor constants A, B, C, D (anchor A6) of the 6-mer alphabet in use,
+// passed at run time as 4 doubles from their one definition (msa.distances.kmers.KmerAlphabet).
+struct Lenfac {
+    double a, b, c, d;
+};
+
+__device__ __forceinline__ Lenfac load_lenfac(const double* __restrict__ lenfac) {
+    return Lenfac{lenfac[0], lenfac[1], lenfac[2], lenfac[3]};
+}
 
 // MAFFT's PartTree 6-mer distance, capped at cap. Same operations in the same
 // order as cpu/kmers.kmer_distance; the loader compiles with --fmad=false, and
 // double '/' is IEEE round-to-nearest in CUDA, so every step rounds the same.
 __device__ __forceinline__ double kmer_distance(long long common, long long self_a, long long self_b,
-                                                long long len_a, long long len_b, double cap) {
+                                                long long len_a, long long len_b, double cap, const Lenfac& lf) {
     const long long m = self_a < self_b ? self_a : self_b;
     if (m == 0) return EMPTY_DISTANCE;
     const double ll = (double)(len_a > len_b ? len_a : len_b);
     const double ls = (double)(len_a < len_b ? len_a : len_b);
     double r = ls / ll;
-    r = r * LENFAC_D;
-    const double q = LENFAC_B / (ll + LENFAC_C);
-    const double den = (r + q) + LENFAC_A;
+    r = r * lf.d;
+    const double q = lf.b / (ll + lf.c);
+    const double den = (r + q) + lf.a;
     const double f = 1.0 / den;
     const double s = (double)common / (double)m;
     const double d = (1.0 - s) * f;

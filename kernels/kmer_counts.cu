@@ -106,7 +106,8 @@ nearest_reference(const unsigned int* __restrict__ packed, const long long* __re
                   const long long* __restrict__ start, const int* __restrict__ n_distinct,
                   const long long* __restrict__ self_scores, const long long* __restrict__ lengths,
                   const long long* __restrict__ ref_ids, const long long* __restrict__ ref_off,
-                  double cap, int* __restrict__ best, double* __restrict__ best_d) {
+                  double cap, const double* __restrict__ lenfac, int* __restrict__ best,
+                  double* __restrict__ best_d) {
     extern __shared__ unsigned int table[];  // KMER_TABLE_SIZE words; byte j = tile reference j
     unsigned char* table8 = reinterpret_cast<unsigned char*>(table);
     for (int w = threadIdx.x; w < KMER_TABLE_SIZE; w += blockDim.x) table[w] = 0;
@@ -121,6 +122,7 @@ nearest_reference(const unsigned int* __restrict__ packed, const long long* __re
     const long long node = chunk_node[c];
     const long long r0 = ref_off[node];
     const int n_refs = (int)(ref_off[node + 1] - r0);
+    const Lenfac lf = load_lenfac(lenfac);
 
     double dmin = 1.0 / 0.0;
     int arg = 0;
@@ -164,7 +166,7 @@ nearest_reference(const unsigned int* __restrict__ packed, const long long* __re
             for (int j = 0; j < TILE_REFS; ++j) {
                 if (j < nt) {
                     const long long ref = ref_ids[r0 + t0 + j];
-                    const double d = kmer_distance(tot[j], self_scores[ref], self_m, lengths[ref], len_m, cap);
+                    const double d = kmer_distance(tot[j], self_scores[ref], self_m, lengths[ref], len_m, cap, lf);
                     if (d < dmin) { dmin = d; arg = t0 + j; }
                 }
             }
@@ -194,8 +196,9 @@ extern "C" __global__ void kmer_distance_matrix(
         const unsigned short* __restrict__ kcodes, const unsigned short* __restrict__ kcounts,
         const long long* __restrict__ start, const int* __restrict__ n_distinct,
         const long long* __restrict__ self_scores, const long long* __restrict__ lengths,
-        double cap, double* __restrict__ out) {
+        double cap, const double* __restrict__ lenfac, double* __restrict__ out) {
     extern __shared__ unsigned short table16[];  // KMER_TABLE_SIZE exact (uint16) counts
+    const Lenfac lf = load_lenfac(lenfac);
     for (int w = threadIdx.x; w < KMER_TABLE_SIZE; w += blockDim.x) table16[w] = 0;
     for (long long row = blockIdx.x; row < n_rows; row += gridDim.x) {
         const long long g = row_group[row], i = row_index[row];
@@ -226,7 +229,7 @@ extern "C" __global__ void kmer_distance_matrix(
                 for (int u = 0; u < UNROLL; ++u) common += min_count(w[u], table16);
             }
             for (; e < nd; ++e) common += min_count(packed[base + (long long)KMER_SECTION * e], table16);
-            out[o + j] = kmer_distance(common, self_scores[a], self_scores[b], lengths[a], lengths[b], cap);
+            out[o + j] = kmer_distance(common, self_scores[a], self_scores[b], lengths[a], lengths[b], cap, lf);
         }
         __syncthreads();
         for (int e = threadIdx.x; e < an; e += blockDim.x) table16[kcodes[as + (long long)KMER_SECTION * e]] = 0;

@@ -90,15 +90,14 @@ def inputs(folder: Path) -> Inputs:
 
 def trees(x: Inputs, backend: Any, options: list[dict[str, object]]) -> None:
     """``msa tree`` (and the guide tree of ``msa align``) for each set of options, on protein
-    and (where the distances take them) on nucleotides."""
+    and on nucleotides."""
     from msa.io import read_fasta
     from msa.pipeline import tree_db
 
     protein, dna = read_fasta(x.protein), read_fasta(x.dna)
     for opts in options:
         tree_db(protein, x.base.with_(**opts), backend)
-        if "kmer" not in (opts.get("distance"), opts.get("parttree_distance")):
-            tree_db(dna, x.base.with_(**opts), backend)
+        tree_db(dna, x.base.with_(**opts), backend)
 
 
 def exact_trees(distance: str) -> list[dict[str, object]]:

@@ -149,11 +149,6 @@ def detect_seq_type(residues: np.ndarray, offsets: np.ndarray) -> str:
 _LETTER = np.array([chr(b).isascii() and chr(b).isalpha() for b in range(256)])
 
 
-def group_table(seq_type: str = "protein") -> np.ndarray:
-    """The 6-group table of the alphabet of ``seq_type``."""
-    return NUC_GROUP6 if seq_type in NUCLEOTIDE_TYPES else GROUP6
-
-
 #: Names of nucleotide scoring schemes (load_matrix builds them, not scoring-matrices).
 NUCLEOTIDE_MATRICES = ("NUC",)
 

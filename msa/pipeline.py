@@ -159,11 +159,6 @@ def prepare(db: SeqDB, params: AlignParams, note: bool = True) -> tuple[SeqDB, A
         if note:
             current().note(f"sequence type: {detected} (detected; --seq-type sets it)")
     run = params.resolved(detected)
-    if run.nucleotide and "kmer" in (run.distance, run.parttree_distance):
-        raise ValueError(
-            "the 6-mer (kmer) distance is for protein here; nucleotides take --distance lcs or sw "
-            "and --parttree-distance lcs"
-        )
     return db.encoded(run.seq_type), run
 
 

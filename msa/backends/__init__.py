@@ -13,7 +13,7 @@ from msa.params import DEVICES
 if TYPE_CHECKING:
     import numpy as np
 
-    from msa.distances.kmers import KmerTables
+    from msa.distances.kmers import KmerAlphabet, KmerTables
     from msa.profile import AlignBatch, AlignResult
 
 
@@ -77,8 +77,9 @@ class Backend(Protocol):
 
     # Guide-tree stage (see msa.distances.kmers for the struct-array layout, msa.tree.parttree
     # for how the batches are formed). Condensed matrices use scipy's pair order;
-    # group g's matrix is out[out_off[g]:out_off[g+1]].
-    def kmer_tables(self, codes, offsets) -> KmerTables: ...
+    # group g's matrix is out[out_off[g]:out_off[g+1]]. The tables keep the KmerAlphabet they
+    # were built with, and the 6-mer distances take its length factor from them.
+    def kmer_tables(self, codes, offsets, alphabet: KmerAlphabet) -> KmerTables: ...
     def nearest_reference(
         self, tables, ref_ids, ref_off, member_ids, member_node, cap: float = ...
     ) -> tuple[np.ndarray, np.ndarray]: ...

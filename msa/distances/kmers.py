@@ -2,10 +2,12 @@
 
 Layout (all flat NumPy arrays; a CUDA kernel consumes exactly these):
 
-* Residues are mapped to MAFFT's 6 groups (``msa.alphabet.GROUP6``); group-6
-  letters (X, ``*``) are dropped, so their neighbours become adjacent. A 6-mer
-  code is ``g0*6^5 + ... + g5`` (first residue most significant), 0..46655; a
-  reduced string of length r gives ``max(r-5, 0)`` codes, repeats kept.
+* Residues are mapped to groups by the tables' :class:`KmerAlphabet`: MAFFT's
+  6 groups for protein, one group per base (A C G T/U) for nucleotides. Group-6
+  letters (protein X, ``*``; nucleotide N and the ambiguity codes) are dropped,
+  so their neighbours become adjacent. A 6-mer code is ``g0*6^5 + ... + g5``
+  (first residue most significant), 0..46655; a reduced string of length r
+  gives ``max(r-5, 0)`` codes, repeats kept.
 * Sequence i's codes are sorted and run-length encoded into ``n_distinct[i]``
   entries ``(kcodes, kcounts)``, uint16 each (counts saturate at 65535).
 * Sequences are ranked by ``n_distinct`` (ascending, ties by index): ``slot[i]``
@@ -29,6 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from msa.alphabet import GROUP6, NUC_GROUP6
+from msa.params import NUCLEOTIDE_TYPES
+
 KMER_LEN = 6
 N_KMERS = 6**KMER_LEN
 #: Sequences per section (a warp): entry e of the 32 members is contiguous.
@@ -43,6 +48,44 @@ MAX_KMER_DIST = 10.0
 EMPTY_DISTANCE = 1.0
 
 
+@dataclass(frozen=True, eq=False)
+class KmerAlphabet:
+    """What turns residue codes into 6-mers, and the length factor of their distance.
+
+    ``groups``: residue code -> group (< 6), or 6 for a letter dropped before
+    6-mers are made. ``lenfac``: MAFFT's length-factor constants (A, B, C, D) of
+    ``1 / (D * l_short / l_long + B / (l_long + C) + A)`` (anchor A6), float64.
+
+    Nucleotide 6-mers are coded in base 6 like protein ones, not in MAFFT's base
+    4: with digits 0..3 the code is still one-to-one with the 6-mer, so the
+    shared counts (sums of min counts over equal 6-mers) and the distances are
+    MAFFT's, and the struct arrays, the dense 6^6 tables and the kernels serve
+    both alphabets unchanged. Only the codes' values differ, and nothing reads
+    those but the counting itself.
+    """
+
+    name: str
+    groups: np.ndarray  # uint8 (N_CODES,)
+    lenfac: np.ndarray  # float64 (4,): A, B, C, D
+
+
+#: MAFFT's 6-group protein alphabet and its protein constants.
+PROTEIN = KmerAlphabet("protein", GROUP6, np.array([0.01, 10000.0, 10000.0, 0.1]))
+#: One group per base (N and ambiguity codes dropped) and MAFFT's DNA 6-mer constants.
+NUCLEOTIDE = KmerAlphabet("nucleotide", NUC_GROUP6, np.array([0.01, 2500.0, 2500.0, 0.1]))
+
+
+def kmer_alphabet(seq_type: str) -> KmerAlphabet:
+    """The 6-mer alphabet of a sequence type (``protein``, ``dna``, ``rna``; ``auto`` is
+    protein, as the codes of a family not yet typed are).
+
+    Example:
+        >>> kmer_alphabet("rna").name, kmer_alphabet("auto").name
+        ('nucleotide', 'protein')
+    """
+    return NUCLEOTIDE if seq_type in NUCLEOTIDE_TYPES else PROTEIN
+
+
 @dataclass
 class KmerTables:
     """Struct arrays of a set of sequences (see the module docstring for the layout)."""
@@ -55,6 +98,7 @@ class KmerTables:
     section_off: np.ndarray  # int64 (n_sections + 1,)
     kcodes: np.ndarray  # uint16 (section_off[-1],)
     kcounts: np.ndarray  # uint16 (section_off[-1],)
+    alphabet: KmerAlphabet  # what the codes were made with; its lenfac is the distances'
 
     def __len__(self) -> int:
         return len(self.lengths)

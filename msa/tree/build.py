@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from msa.distances.kmers import KmerTables, kmer_alphabet
 from msa.params import AlignParams, Linkage
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
@@ -33,7 +34,7 @@ def build_guide_tree(db: SeqDB, params: AlignParams, backend) -> GuideTree:
     """
     method = tree_method(len(db), params, backend)
     if method == "parttree":
-        tables = backend.kmer_tables(db.codes, db.offsets) if _needs_kmers(params, method) else None
+        tables = _kmer_tables(db, params, backend) if _needs_kmers(params, method) else None
         return parttree(db, tables, params, backend, params.linkage)
     return exact_trees([db], params, backend, method)[0]
 
@@ -80,6 +81,11 @@ def _needs_kmers(params: AlignParams, method: str) -> bool:
     return (method == "parttree" and not uses_sample_split(params)) or params.distance == "kmer"
 
 
+def _kmer_tables(db: SeqDB, params: AlignParams, backend) -> KmerTables:
+    """6-mer tables of ``db`` in the alphabet of its sequence type (``db.codes`` are in it)."""
+    return backend.kmer_tables(db.codes, db.offsets, kmer_alphabet(params.seq_type))
+
+
 def exact_trees(dbs: Sequence[SeqDB], params: AlignParams, backend, method: Linkage) -> list[GuideTree]:
     """UPGMA or single-linkage tree over all of each of ``dbs``: from their full distance
     matrices up to exact_tree_max (batches of at most EXACT_BATCH_PAIRS pairs), or Prim's MST
@@ -93,7 +99,7 @@ def exact_trees(dbs: Sequence[SeqDB], params: AlignParams, backend, method: Link
     every = prim_for_every_group(params, method, backend)
     prim = np.flatnonzero((sizes > 1) & (every | (sizes > params.exact_tree_max)))
     matrix = np.flatnonzero((sizes > 1) & ~(every | (sizes > params.exact_tree_max)))
-    tables = backend.kmer_tables(db.codes, db.offsets) if len(matrix) and _needs_kmers(params, method) else None
+    tables = _kmer_tables(db, params, backend) if len(matrix) and _needs_kmers(params, method) else None
 
     def place(groups: np.ndarray, got_m: np.ndarray, got_h: np.ndarray) -> None:
         rows = np.concatenate([np.arange(off[g] - g, off[g + 1] - g - 1) for g in groups])

@@ -1,4 +1,5 @@
-"""The CUDA guide-tree stage against its CPU oracle: equal struct arrays, counts, distances, trees."""
+"""The CUDA guide-tree stage against its CPU oracle: equal struct arrays, counts, distances, trees,
+for protein and nucleotide 6-mers."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 from msa.alphabet import encode
 from msa.backends.cpu import CpuBackend
 from msa.backends.cpu.kmers import build_kmer_tables
+from msa.distances.kmers import PROTEIN, kmer_alphabet
 from msa.params import AlignParams
 from msa.seqdb import SeqDB
 from msa.tree.build import build_guide_tree
@@ -14,23 +16,35 @@ from msa.tree.build import build_guide_tree
 pytestmark = pytest.mark.gpu
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
+UNKNOWN = np.frombuffer(b"X", dtype=np.uint8)
+#: Bases as they may be written (U is T), and the letters the nucleotide 6-mers drop.
+BASES = np.frombuffer(b"ACGTUacgtu", dtype=np.uint8)
+AMBIGUOUS = np.frombuffer(b"NnRYSWKMBDHV", dtype=np.uint8)
 CPU = CpuBackend()
 
 
-def family(n: int, mean_len: int, n_anc: int, rate: float, seed: int, x_rate: float = 0.01):
-    """Letters and offsets of ``n`` mutated copies of ``n_anc`` random ancestors (lengths vary)."""
+def family(n: int, mean_len: int, n_anc: int, rate: float, seed: int, x_rate: float = 0.01,
+           letters: np.ndarray = AMINO, unknown: np.ndarray = UNKNOWN):
+    """Letters and offsets of ``n`` mutated copies of ``n_anc`` random ancestors (lengths vary),
+    a share ``x_rate`` of the residues replaced by ``unknown`` letters."""
     rng = np.random.default_rng(seed)
     max_len = 3 * mean_len + 8
-    anc = AMINO[rng.integers(0, 20, (n_anc, max_len))]
+    anc = letters[rng.integers(0, len(letters), (n_anc, max_len))]
     lens = np.clip(rng.normal(mean_len, 0.3 * mean_len + 1, n).astype(np.int64), 0, max_len)
     offsets = np.concatenate(([0], np.cumsum(lens)))
     seq = np.repeat(np.arange(n), lens)
     pos = np.arange(offsets[-1]) - offsets[seq]
     res = anc[rng.integers(0, n_anc, n)[seq], pos]
     mutate = rng.random(len(res)) < rate
-    res[mutate] = AMINO[rng.integers(0, 20, int(mutate.sum()))]
-    res[rng.random(len(res)) < x_rate] = ord("X")
+    res[mutate] = letters[rng.integers(0, len(letters), int(mutate.sum()))]
+    odd = rng.random(len(res)) < x_rate
+    res[odd] = unknown[rng.integers(0, len(unknown), int(odd.sum()))]
     return res, offsets
+
+
+def dna_family(n: int, mean_len: int, n_anc: int, rate: float, seed: int, x_rate: float = 0.02):
+    """:func:`family` over the bases (either case, U and T), with N and IUPAC codes."""
+    return family(n, mean_len, n_anc, rate, seed, x_rate, BASES, AMBIGUOUS)
 
 
 def concat(*parts):
@@ -43,17 +57,36 @@ def concat(*parts):
 def repeats():
     """Low-complexity sequences: 6-mer counts above 255 (and one above 65535, saturated)."""
     seqs = [b"A" * 400, b"AG" * 300, b"A" * 300 + b"C" * 50, b"W" * 70000, b"AAAAA", b"", b"XXXXXXXXX", b"AXAXAXAXAXAX"]
+    return _joined(seqs)
+
+
+def dna_repeats():
+    """Low-complexity DNA: 6-mer counts above 255 and 65535, runs broken by N, only N."""
+    seqs = [b"A" * 400, b"AC" * 300, b"ACGTAC" * 100 + b"T" * 600, b"T" * 70000, b"ANANANANANANAN",
+            b"AAAAANAAAAANAAAAAN" * 20, b"NNNNNNNNNN", b"ACGTN", b""]
+    return _joined(seqs)
+
+
+def _joined(seqs: list[bytes]):
     lens = np.array([len(s) for s in seqs])
     return np.frombuffer(b"".join(seqs), dtype=np.uint8).copy(), np.concatenate(([0], np.cumsum(lens)))
 
 
+#: Input shapes; those named dna_* are nucleotide families (the nucleotide alphabet and lenfac).
 SHAPES = {
     "short": lambda: family(300, 5, 3, 0.1, 1),
     "equal_lengths": lambda: family_equal(500, 60, 7),
     "one": lambda: family(1, 40, 1, 0.0, 3),
     "mixed": lambda: concat(family(3000, 115, 40, 0.15, 4), repeats(), family(70, 3, 2, 0.0, 5)),
     "long": lambda: family(200, 1500, 5, 0.2, 6),
+    "dna_short": lambda: dna_family(300, 7, 3, 0.1, 21),
+    "dna_mixed": lambda: concat(dna_family(3000, 400, 40, 0.1, 22), dna_repeats(), dna_family(70, 4, 2, 0.0, 23)),
+    "dna_long": lambda: dna_family(150, 3000, 4, 0.15, 24, 0.05),
 }
+
+
+def seq_type(shape: str) -> str:
+    return "dna" if shape.startswith("dna_") else "protein"
 
 
 def family_equal(n: int, length: int, seed: int):
@@ -66,12 +99,14 @@ def family_equal(n: int, length: int, seed: int):
 @pytest.fixture(scope="module", params=sorted(SHAPES))
 def tables_pair(request, cuda_backend):
     res, off = SHAPES[request.param]()
-    codes = encode(res)
-    return build_kmer_tables(codes, off), cuda_backend.kmer_tables(codes, off)
+    kind = seq_type(request.param)
+    codes, alphabet = encode(res, kind), kmer_alphabet(kind)
+    return build_kmer_tables(codes, off, alphabet), cuda_backend.kmer_tables(codes, off, alphabet)
 
 
 def test_struct_arrays_equal(tables_pair):
     cpu, gpu = tables_pair
+    assert gpu.alphabet is cpu.alphabet
     for field in ("lengths", "self_scores", "n_distinct", "slot", "start", "section_off", "kcodes", "kcounts"):
         a, b = getattr(cpu, field), getattr(gpu, field)
         assert a.dtype == b.dtype, field
@@ -140,6 +175,20 @@ def test_guide_tree_equal(cuda_backend, exact_tree_max):
     np.testing.assert_array_equal(got.heights, want.heights)
 
 
+@pytest.mark.parametrize("exact_tree_max", [16, 200])
+def test_dna_parttree_of_6mers_equal(cuda_backend, exact_tree_max):
+    """MAFFT's PartTree over nucleotide 6-mers (picks, 6-mer exact subtrees) builds the CPU's tree."""
+    res, off = concat(dna_family(5000, 300, 50, 0.1, 31), dna_repeats())
+    names = [f"s{i}" for i in range(len(off) - 1)]
+    db = SeqDB.from_arrays(names, names, res, off).encoded("dna")
+    params = AlignParams(seq_type="dna", guide_tree="parttree", parttree_split="picks", parttree_distance="kmer",
+                         distance="kmer", linkage="upgma", exact_tree_max=exact_tree_max, seed=5)
+    want = build_guide_tree(db, params, CPU)
+    got = build_guide_tree(db, params, cuda_backend)
+    np.testing.assert_array_equal(got.children, want.children)
+    np.testing.assert_array_equal(got.heights, want.heights)
+
+
 # ---- work cut into pieces: a low memory limit, and out-of-memory halving
 
 #: Bytes a piece may plan to use in the limited backend: tens of pieces on the "mixed" shape.
@@ -186,7 +235,7 @@ def _split_calls_equal_cpu(monkeypatch, backend, fail_first: int) -> dict[str, l
         "nearest": _record(monkeypatch, backend, "_nearest_piece", lambda a: len(a[3]), fail_first),
         "matrix": _record(monkeypatch, backend, "_matrix_piece", lambda a: len(a[2]) - 1, fail_first),
     }
-    cpu, gpu = build_kmer_tables(codes, off), backend.kmer_tables(codes, off)
+    cpu, gpu = build_kmer_tables(codes, off, PROTEIN), backend.kmer_tables(codes, off, PROTEIN)
     for field in ("lengths", "self_scores", "n_distinct", "slot", "start", "section_off", "kcodes", "kcounts"):
         np.testing.assert_array_equal(getattr(gpu, field), getattr(cpu, field), err_msg=field)
     rng = np.random.default_rng(9)

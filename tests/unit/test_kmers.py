@@ -1,4 +1,5 @@
-"""6-mer struct arrays, shared counts and distances against brute force and MAFFT's own output."""
+"""6-mer struct arrays, shared counts and distances (protein and nucleotides) against brute force
+and MAFFT's own output."""
 from __future__ import annotations
 
 from collections import Counter
@@ -11,7 +12,7 @@ from msa.alphabet import ALPHABET, GROUP6
 from msa.backends.cpu import CpuBackend
 from msa.backends.cpu.kmers import build_kmer_tables
 from msa.distances.condensed import condensed_index
-from msa.distances.kmers import EMPTY_DISTANCE, PAD_CODE, SECTION
+from msa.distances.kmers import EMPTY_DISTANCE, NUCLEOTIDE, PAD_CODE, PROTEIN, SECTION
 from msa.seqdb import SeqDB
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -53,7 +54,7 @@ def brute_distance(ca: Counter, cb: Counter, la: int, lb: int, cap: float) -> fl
 def test_runs_match_brute_force(n: int, max_len: int, x_rate: float) -> None:
     rng = np.random.default_rng(n + max_len)
     db = random_db(rng, n, max_len, x_rate)
-    t = build_kmer_tables(db.codes, db.offsets)
+    t = build_kmer_tables(db.codes, db.offsets, PROTEIN)
     assert np.array_equal(t.lengths, db.lengths)
     for i in range(n):
         ref = brute_kmers(db, i)
@@ -75,7 +76,7 @@ def test_runs_match_brute_force(n: int, max_len: int, x_rate: float) -> None:
 def test_equal_lengths_share_sections() -> None:
     rng = np.random.default_rng(3)
     db = SeqDB.from_pairs([(f"s{i}", rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), 30).tobytes()) for i in range(100)])
-    t = build_kmer_tables(db.codes, db.offsets)
+    t = build_kmer_tables(db.codes, db.offsets, PROTEIN)
     assert len(t.section_off) - 1 == 4
     assert np.all(np.diff(t.section_off) % SECTION == 0)
 
@@ -84,7 +85,7 @@ def test_distances_match_brute_force() -> None:
     rng = np.random.default_rng(7)
     db = random_db(rng, 120, 80, 0.05)
     be = CpuBackend()
-    t = be.kmer_tables(db.codes, db.offsets)
+    t = be.kmer_tables(db.codes, db.offsets, PROTEIN)
     kmers = [brute_kmers(db, i) for i in range(len(db))]
     lengths = db.lengths
     groups = [rng.choice(len(db), size, replace=False) for size in (1, 2, 5, 40)]
@@ -107,6 +108,92 @@ def test_distances_match_brute_force() -> None:
     nearest, best = be.nearest_reference(t, np.concatenate(refs), ref_off, members, member_node)
     for k, (m, node) in enumerate(zip(members, member_node)):
         d = [brute_distance(kmers[r], kmers[m], lengths[r], lengths[m], 10.0) for r in refs[node]]
+        assert nearest[k] == int(np.argmin(d)) and best[k] == min(d)
+
+
+#: MAFFT's nucleotide groups (anchor A2): a g c t/u; N and every other code dropped.
+MAFFT_NUC = {b: g for g, letters in enumerate(("aA", "gG", "cC", "tTuU")) for b in letters.encode()}
+NUC_LETTERS = np.frombuffer(b"ACGTacgtUu", np.uint8)
+AMBIGUOUS = np.frombuffer(b"NnRYSWKMBDHV*", np.uint8)
+
+
+def random_dna(rng: np.random.Generator, n: int, max_len: int, ambiguous_rate: float) -> SeqDB:
+    """Mutated pieces of one ancestor (shared 6-mers), some from fewer letters (repeats), with
+    N, IUPAC codes, lower case and U; encoded in the nucleotide alphabet."""
+    ancestor = NUC_LETTERS[rng.integers(0, 4, max_len)]
+    pairs = []
+    for i in range(n):
+        length = int(rng.integers(0, max_len + 1))
+        seq = ancestor[:length].copy() if i % 3 else NUC_LETTERS[rng.integers(0, rng.integers(1, 11), length)]
+        mutate = rng.random(length) < 0.15
+        seq[mutate] = NUC_LETTERS[rng.integers(0, 10, int(mutate.sum()))]
+        odd = rng.random(length) < ambiguous_rate
+        seq[odd] = AMBIGUOUS[rng.integers(0, len(AMBIGUOUS), int(odd.sum()))]
+        pairs.append((f"s{i}", seq.tobytes()))
+    return SeqDB.from_pairs(pairs).encoded("dna")
+
+
+def brute_nuc_kmers(db: SeqDB, i: int) -> Counter:
+    """MAFFT's DNA 6-mers (base 4, its own group numbers) of sequence i's letters."""
+    groups = [MAFFT_NUC[b] for b in db.sequence(i) if b in MAFFT_NUC]
+    return Counter(sum(g * 4 ** (5 - k) for k, g in enumerate(groups[p : p + 6])) for p in range(len(groups) - 5))
+
+
+def brute_nuc_distance(ca: Counter, cb: Counter, la: int, lb: int, cap: float) -> float:
+    """The documented operation order with MAFFT's DNA 6-mer constants (A .01, B = C = 2500, D .1)."""
+    m = min(sum(ca.values()), sum(cb.values()))
+    if m == 0:
+        return EMPTY_DISTANCE
+    common = sum(min(c, cb[t]) for t, c in ca.items())
+    ll, ls = float(max(la, lb)), float(min(la, lb))
+    r = ls / ll * 0.1
+    q = 2500.0 / (ll + 2500.0)
+    f = 1.0 / ((r + q) + 0.01)
+    return min((1.0 - common / m) * f, cap)
+
+
+@pytest.mark.parametrize("n,max_len,ambiguous_rate", [(300, 9, 0.0), (400, 120, 0.05), (150, 60, 0.5), (1, 3, 0.0)])
+def test_nucleotide_runs_match_mafft_6mers(n: int, max_len: int, ambiguous_rate: float) -> None:
+    """Base-6 codes of the bases are MAFFT's base-4 6-mers one to one: the same counts per 6-mer."""
+    db = random_dna(np.random.default_rng(n + max_len), n, max_len, ambiguous_rate)
+    t = build_kmer_tables(db.codes, db.offsets, NUCLEOTIDE)
+    assert np.array_equal(t.lengths, db.lengths)  # N and ambiguity codes count in the length
+    to_mafft = [MAFFT_NUC[ord(b)] for b in "ACGT"]  # msa's base order -> MAFFT's group numbers
+    for i in range(n):
+        ref = brute_nuc_kmers(db, i)
+        codes, counts = t.runs(i)
+        as_mafft = [sum(to_mafft[c // 6 ** (5 - k) % 6] * 4 ** (5 - k) for k in range(6)) for c in codes.tolist()]
+        assert dict(zip(as_mafft, counts.tolist())) == ref
+        assert t.self_scores[i] == sum(ref.values())
+
+
+def test_nucleotide_distances_match_brute_force() -> None:
+    rng = np.random.default_rng(17)
+    db = random_dna(rng, 150, 400, 0.05)
+    be = CpuBackend()
+    t = be.kmer_tables(db.codes, db.offsets, NUCLEOTIDE)
+    kmers = [brute_nuc_kmers(db, i) for i in range(len(db))]
+    lengths = db.lengths
+    groups = [rng.choice(len(db), size, replace=False) for size in (1, 2, 7, 60)]
+    ids = np.concatenate(groups)
+    off = np.concatenate(([0], np.cumsum([len(g) for g in groups])))
+    dist, dist_off = be.kmer_distance_matrix(t, ids, off, 10.0)
+    for g, members in enumerate(groups):
+        expect = [
+            brute_nuc_distance(kmers[a], kmers[b], lengths[a], lengths[b], 10.0)
+            for k, a in enumerate(members)
+            for b in members[k + 1 :]
+        ]
+        assert dist[dist_off[g] : dist_off[g + 1]].tolist() == expect
+    assert 0.0 < np.median(dist) < 1.0  # related sequences: the shared counts matter
+
+    refs = [ids[:3], ids[3:4], ids[4:14]]
+    ref_off = np.concatenate(([0], np.cumsum([len(r) for r in refs])))
+    member_node = np.repeat([0, 1, 2], [60, 30, 50])
+    members = rng.choice(len(db), len(member_node))
+    nearest, best = be.nearest_reference(t, np.concatenate(refs), ref_off, members, member_node)
+    for k, (m, node) in enumerate(zip(members, member_node)):
+        d = [brute_nuc_distance(kmers[r], kmers[m], lengths[r], lengths[m], 10.0) for r in refs[node]]
         assert nearest[k] == int(np.argmin(d)) and best[k] == min(d)
 
 
@@ -152,7 +239,7 @@ def test_mafft_distance_vectors() -> None:
             pairs[-1][1] += line.strip()
     db = SeqDB.from_pairs([(a, b) for a, b in pairs])
     be = CpuBackend()
-    t = be.kmer_tables(db.codes, db.offsets)
+    t = be.kmer_tables(db.codes, db.offsets, PROTEIN)
     n = len(db)
     dist, _ = be.kmer_distance_matrix(t, np.arange(n), np.array([0, n]), np.inf)
     rows = [line.split("\t") for line in expected.read_text().splitlines() if not line.startswith("#")]

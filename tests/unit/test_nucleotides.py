@@ -11,6 +11,7 @@ import pytest
 from msa.alignment import check_alignment
 from msa.alphabet import NUC_N, check_matrix_kind, detect_seq_type, encode, load_matrix
 from msa.backends.cpu import CpuBackend
+from msa.distances.kmers import NUCLEOTIDE, PROTEIN
 from msa.params import NUCLEOTIDE_SCHEME, PROTEIN_SCHEME, AlignParams
 from msa.pipeline import align_db, prepare
 from msa.seqdb import SeqDB
@@ -107,8 +108,6 @@ def test_protein_matrix_for_dna_is_refused() -> None:
     db = SeqDB.from_pairs([("a", "ACGTACGT"), ("b", "ACGTTACGT")])
     with pytest.raises(ValueError, match="protein matrix"):
         prepare(db, AlignParams(matrix="PFASUM43", quiet=True))  # detected dna, a protein matrix given
-    with pytest.raises(ValueError, match="kmer"):
-        prepare(db, AlignParams(distance="kmer", quiet=True))
 
 
 @pytest.mark.parametrize("alphabet", ["dna", "rna"])
@@ -160,6 +159,48 @@ def test_cli_seq_type(run_msa, tmp_path: Path) -> None:
     bad = run_msa("align", fa, "--matrix", "BLOSUM62", "-o", tmp_path / "x.fa", cwd=tmp_path)  # auto-detected
     assert bad.returncode == 1 and bad.stderr.count(b"\n") == 1 and b"protein matrix" in bad.stderr
     assert not (tmp_path / "x.fa").exists()
+
+
+def test_dna_kmer_trees_use_the_nucleotide_alphabet(monkeypatch) -> None:
+    """The 6-mer tables of a family are made in its type's alphabet (and so its lenfac)."""
+    seen = []
+    original = CpuBackend.kmer_tables
+
+    def recording(self, codes, offsets, alphabet):
+        seen.append(alphabet)
+        return original(self, codes, offsets, alphabet)
+
+    monkeypatch.setattr(CpuBackend, "kmer_tables", recording)
+    pairs = small_dna_family()
+    align_db(SeqDB.from_pairs(pairs), AlignParams(quiet=True, distance="kmer"), CpuBackend())
+    protein = [(n, s.replace(b"T", b"W").replace(b"G", b"K")) for n, s in pairs]
+    align_db(SeqDB.from_pairs(protein), AlignParams(quiet=True, distance="kmer"), CpuBackend())
+    assert seen == [NUCLEOTIDE, PROTEIN]
+
+
+#: 6-mer distances for exact trees, and MAFFT's PartTree (6-mer picks) forced on a small family.
+KMER_RUNS = {
+    "exact": ["--distance", "kmer", "--tree", "upgma"],
+    "parttree": ["--tree", "parttree", "--parttree-split", "picks", "--parttree-distance", "kmer",
+                 "--distance", "kmer", "--exact-tree-max", "12", "--partsize", "8"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(KMER_RUNS))
+def test_cli_dna_with_kmer_distances(run_msa, tmp_path: Path, case: str) -> None:
+    """``msa align`` of a simulated DNA family (N, IUPAC codes, lower case in some records)
+    with 6-mer distances runs and keeps every invariant."""
+    from msa.io.formats import read_alignment
+
+    pairs = small_dna_family(n=80, length=150, seed=12)
+    pairs[0] = (pairs[0][0], pairs[0][1][:30] + b"NNRYKN" + pairs[0][1][30:])
+    pairs[1] = (pairs[1][0], pairs[1][1][:40].lower() + b"n" + pairs[1][1][40:])
+    fa = tmp_path / "dna.fa"
+    fa.write_bytes(b"".join(b">%s\n%s\n" % (n.encode(), s) for n, s in pairs))
+    done = run_msa("align", fa, "-o", tmp_path / "out.fa", "--device", "cpu", "-q", *KMER_RUNS[case], cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    aligned = read_alignment(str(tmp_path / "out.fa"))
+    check_alignment(pairs, aligned.names, [bytes(r) for r in aligned.rows])
 
 
 def test_simulator_nucleotide_mode() -> None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from msa.backends.cpu import kmers, lcs, sw
 from msa.backends.cpu.align import align_batch
-from msa.distances.kmers import MAX_KMER_DIST, KmerTables
+from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
 from msa.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
@@ -85,9 +85,9 @@ class CpuBackend:
         return AlignResult(maps, counts, offsets)
 
     # ---- guide-tree stage
-    def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray) -> KmerTables:
+    def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray, alphabet: KmerAlphabet) -> KmerTables:
         """6-mer struct arrays of every sequence (layout in msa.distances.kmers)."""
-        return kmers.build_kmer_tables(codes, offsets)
+        return kmers.build_kmer_tables(codes, offsets, alphabet)
 
     def nearest_reference(
         self,
@@ -102,7 +102,7 @@ class CpuBackend:
         return kmers.nearest_reference(
             tables.kcodes, tables.kcounts, tables.start, tables.n_distinct, tables.self_scores,
             tables.lengths, _i64(ref_ids), _i64(ref_off), _i64(member_ids), _i64(member_node),
-            float(cap), numba.get_num_threads(),
+            float(cap), tables.alphabet.lenfac, numba.get_num_threads(),
         )
 
     def kmer_distance_matrix(
@@ -111,7 +111,7 @@ class CpuBackend:
         """Condensed 6-mer distance matrices of many groups, and each group's offset in them."""
         return kmers.kmer_distance_matrix(
             tables.kcodes, tables.kcounts, tables.start, tables.n_distinct, tables.self_scores,
-            tables.lengths, _i64(ids), _i64(group_off), float(cap),
+            tables.lengths, _i64(ids), _i64(group_off), float(cap), tables.alphabet.lenfac,
             numba.get_num_threads(),
         )
 

@@ -11,38 +11,37 @@ import numba
 import numpy as np
 from numba import prange
 
-from msa.alphabet import GROUP6
 from msa.distances.condensed import condensed_row, condensed_rows
-from msa.distances.kmers import EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerTables
+from msa.distances.kmers import (
+    EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerAlphabet, KmerTables,
+)
 from msa.jit import njit
-
-# MAFFT's protein length-factor constants (anchor A6).
-LENFAC_A = 0.01
-LENFAC_B = 10000.0
-LENFAC_C = 10000.0
-LENFAC_D = 0.1
 
 
 # --------------------------------------------------------------------------- build
 
 
-def build_kmer_tables(codes: np.ndarray, offsets: np.ndarray) -> KmerTables:
+def build_kmer_tables(codes: np.ndarray, offsets: np.ndarray, alphabet: KmerAlphabet) -> KmerTables:
     """Struct arrays from residue codes and offsets (CPU; Numba kernels per sequence).
 
     Example:
         >>> import numpy as np
         >>> from msa.alphabet import encode
-        >>> t = build_kmer_tables(encode(np.frombuffer(b"AAAAAAAC", np.uint8)), np.array([0, 8]))
+        >>> from msa.distances.kmers import NUCLEOTIDE, PROTEIN
+        >>> t = build_kmer_tables(encode(np.frombuffer(b"AAAAAAAC", np.uint8)), np.array([0, 8]), PROTEIN)
         >>> t.runs(0), int(t.self_scores[0])
         ((array([0, 5], dtype=uint16), array([2, 1], dtype=uint16)), 3)
+        >>> dna = encode(np.frombuffer(b"AAANAAAAC", np.uint8), "dna")  # N dropped: AAAAAAAC
+        >>> build_kmer_tables(dna, np.array([0, 9]), NUCLEOTIDE).runs(0)
+        (array([0, 1], dtype=uint16), array([2, 1], dtype=uint16))
     """
     codes = np.ascontiguousarray(codes, dtype=np.uint8)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     n = len(offsets) - 1
-    windows_per_seq = window_counts(codes, offsets, GROUP6)
+    windows_per_seq = window_counts(codes, offsets, alphabet.groups)
     win_off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(windows_per_seq, out=win_off[1:])
-    windows, n_distinct = sorted_windows(codes, offsets, GROUP6, win_off, numba.get_num_threads())
+    windows, n_distinct = sorted_windows(codes, offsets, alphabet.groups, win_off, numba.get_num_threads())
 
     order = np.argsort(n_distinct, kind="stable")
     slot = np.empty(n, dtype=np.int64)
@@ -66,6 +65,7 @@ def build_kmer_tables(codes: np.ndarray, offsets: np.ndarray) -> KmerTables:
         section_off=section_off,
         kcodes=kcodes,
         kcounts=kcounts,
+        alphabet=alphabet,
     )
 
 
@@ -174,14 +174,17 @@ def interleave_runs(
 
 
 @njit(cache=True, nogil=True, inline="always")
-def kmer_distance(common: int, self_a: int, self_b: int, len_a: int, len_b: int, cap: float) -> float:
+def kmer_distance(
+    common: int, self_a: int, self_b: int, len_a: int, len_b: int, cap: float, lenfac: np.ndarray
+) -> float:
     """MAFFT's PartTree 6-mer distance, capped at ``cap``.
 
     Operation order (each step one IEEE float64 rounding, no fused multiply-add):
     ``r = ls / ll; r = r * D; q = B / (ll + C); den = (r + q) + A; f = 1 / den;``
     ``s = common / m; d = (1 - s) * f; d = min(d, cap)`` with ``ls``/``ll`` the
-    shorter/longer residue length and ``m = min(self_a, self_b)``; ``m = 0`` gives
-    EMPTY_DISTANCE.
+    shorter/longer residue length, ``m = min(self_a, self_b)`` and ``lenfac`` =
+    (A, B, C, D), the alphabet's constants (:class:`~msa.distances.kmers.KmerAlphabet`);
+    ``m = 0`` gives EMPTY_DISTANCE.
     """
     m = min(self_a, self_b)
     if m == 0:
@@ -189,9 +192,9 @@ def kmer_distance(common: int, self_a: int, self_b: int, len_a: int, len_b: int,
     ll = float(max(len_a, len_b))
     ls = float(min(len_a, len_b))
     r = ls / ll
-    r = r * LENFAC_D
-    q = LENFAC_B / (ll + LENFAC_C)
-    den = (r + q) + LENFAC_A
+    r = r * lenfac[3]
+    q = lenfac[1] / (ll + lenfac[2])
+    den = (r + q) + lenfac[0]
     f = 1.0 / den
     s = float(common) / float(m)
     d = (1.0 - s) * f
@@ -243,6 +246,7 @@ def nearest_reference(
     member_ids: np.ndarray,
     member_node: np.ndarray,
     cap: float,
+    lenfac: np.ndarray,
     threads: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each member, the nearest of its node's references and the distance to it.
@@ -288,7 +292,7 @@ def nearest_reference(
                 for r in range(n_refs):
                     ref = ref_ids[r0 + r]
                     d = kmer_distance(
-                        common[r], self_scores[ref], self_scores[seq], lengths[ref], lengths[seq], cap
+                        common[r], self_scores[ref], self_scores[seq], lengths[ref], lengths[seq], cap, lenfac
                     )
                     if d < dmin:
                         dmin = d
@@ -311,6 +315,7 @@ def kmer_distance_matrix(
     ids: np.ndarray,
     group_off: np.ndarray,
     cap: float,
+    lenfac: np.ndarray,
     threads: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Condensed 6-mer distance matrices of many groups in one call.
@@ -336,7 +341,7 @@ def kmer_distance_matrix(
                     common += min(kcounts[pos], table[np.int64(kcodes[pos])])
                     pos += SECTION
                 out[o + j] = kmer_distance(
-                    common, self_scores[a], self_scores[b], lengths[a], lengths[b], cap
+                    common, self_scores[a], self_scores[b], lengths[a], lengths[b], cap, lenfac
                 )
             _clear_table(table, kcodes, start, n_distinct, a, 1, 0)
     return out, out_off

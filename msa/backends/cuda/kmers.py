@@ -10,11 +10,10 @@ import cupy as cp
 import numpy as np
 
 from msa import kernels
-from msa.alphabet import GROUP6
 from msa.backends.cpu.kmers import build_kmer_tables
 from msa.backends.cuda.memory import DeviceStage, condensed_layout, run_in_pieces
 from msa.distances.condensed import condensed_rows
-from msa.distances.kmers import MAX_COUNT, MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerTables
+from msa.distances.kmers import MAX_COUNT, MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerAlphabet, KmerTables
 
 #: Members (threads) per nearest_reference block; one block fills an SM's shared memory.
 NEAREST_THREADS = 1024
@@ -34,10 +33,14 @@ class DeviceKmerTables(KmerTables):
     the host only when something reads them there (the CPU backend, tests).
     """
 
-    def __init__(self, lengths, self_scores, n_distinct, slot, start, section_off, d_kcodes, d_kcounts) -> None:
+    def __init__(
+        self, lengths, self_scores, n_distinct, slot, start, section_off, d_kcodes, d_kcounts, alphabet: KmerAlphabet
+    ) -> None:
         self.lengths, self.self_scores, self.n_distinct = lengths, self_scores, n_distinct
         self.slot, self.start, self.section_off = slot, start, section_off
         self.d_kcodes, self.d_kcounts = d_kcodes, d_kcounts
+        self.alphabet = alphabet
+        self.d_lenfac = cp.asarray(alphabet.lenfac, dtype=cp.float64)
         self.d_start = cp.asarray(start)
         self.d_n_distinct = cp.asarray(n_distinct)
         self.d_self_scores = cp.asarray(self_scores)
@@ -48,7 +51,7 @@ class DeviceKmerTables(KmerTables):
     def upload(cls, t: KmerTables) -> DeviceKmerTables:
         """Device copy of host-built tables (the CPU's, in tests)."""
         out = cls(t.lengths, t.self_scores, t.n_distinct, t.slot, t.start, t.section_off,
-                  cp.asarray(t.kcodes), cp.asarray(t.kcounts))
+                  cp.asarray(t.kcodes), cp.asarray(t.kcounts), t.alphabet)
         out._host = (t.kcodes, t.kcounts)
         return out
 
@@ -78,23 +81,25 @@ class KmerStage(DeviceStage):
         self._matrix = module.get_function("kmer_distance_matrix")
         self._matrix.max_dynamic_shared_size_bytes = MATRIX_SHARED
 
-    def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray) -> DeviceKmerTables:
+    def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray, alphabet: KmerAlphabet) -> DeviceKmerTables:
         """6-mer struct arrays built on the device (layout in msa.distances.kmers; equal to the CPU's)."""
         codes = np.ascontiguousarray(codes, dtype=np.uint8)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
         if n == 0:
-            return DeviceKmerTables.upload(build_kmer_tables(codes, offsets))
+            return DeviceKmerTables.upload(build_kmer_tables(codes, offsets, alphabet))
         parts: list[tuple[cp.ndarray, ...]] = []
 
-        def build(lo: int, hi: int) -> None:
-            a, b = offsets[lo], offsets[hi]
-            parts.append(_sorted_runs(codes[a:b], offsets[lo : hi + 1] - a, lo))
-
         with cp.cuda.Device(self.device):
+            groups = cp.asarray(alphabet.groups)
+
+            def build(lo: int, hi: int) -> None:
+                a, b = offsets[lo], offsets[hi]
+                parts.append(_sorted_runs(codes[a:b], offsets[lo : hi + 1] - a, lo, groups))
+
             run_in_pieces(np.diff(offsets) * BUILD_BYTES_PER_RESIDUE + 64, build, self.memory_limit)
             run_seq, run_code, run_count, windows = (cp.concatenate(p) for p in zip(*parts))
-            return _interleave(n, run_seq, run_code, run_count, windows, np.diff(offsets))
+            return _interleave(n, run_seq, run_code, run_count, windows, np.diff(offsets), alphabet)
 
     def nearest_reference(
         self,
@@ -200,7 +205,7 @@ class KmerStage(DeviceStage):
             (c,), (NEAREST_THREADS,),
             (packed, sec_off, chunk_pos, chunk_n.astype(cp.int32), node_s[chunk_lo], pos_seq, pos_out,
              t.d_kcodes, t.d_kcounts, t.d_start, t.d_n_distinct, t.d_self_scores, t.d_lengths,
-             d_refs, d_ref_off, np.float64(cap), best, best_d),
+             d_refs, d_ref_off, np.float64(cap), t.d_lenfac, best, best_d),
             shared_mem=NEAREST_SHARED,
         )
         return best.get(), best_d.get()
@@ -218,16 +223,17 @@ class KmerStage(DeviceStage):
             (min(n_rows, 8 * self.n_sm),), (MATRIX_THREADS,),
             (packed, sec_off, pos_seq, cp.asarray(group_off), cp.asarray(row_group), cp.asarray(row_index),
              np.int64(n_rows), cp.asarray(out_off), t.d_kcodes, t.d_kcounts, t.d_start, t.d_n_distinct,
-             t.d_self_scores, t.d_lengths, np.float64(cap), out),
+             t.d_self_scores, t.d_lengths, np.float64(cap), t.d_lenfac, out),
             shared_mem=MATRIX_SHARED,
         )
         return out.get()
 
 
-def _sorted_runs(codes: np.ndarray, offsets: np.ndarray, seq0: int) -> tuple[cp.ndarray, ...]:
-    """Sorted 6-mer runs of some sequences: (sequence id, code, count) per run, windows per sequence."""
+def _sorted_runs(codes: np.ndarray, offsets: np.ndarray, seq0: int, groups: cp.ndarray) -> tuple[cp.ndarray, ...]:
+    """Sorted 6-mer runs of some sequences (``groups``: the alphabet's group table, on the device):
+    (sequence id, code, count) per run, windows per sequence."""
     n = len(offsets) - 1
-    group = cp.asarray(GROUP6)[cp.asarray(codes)]
+    group = groups[cp.asarray(codes)]
     kept = cp.flatnonzero(group < 6)
     g = group[kept].astype(cp.int64)
     seq = cp.searchsorted(cp.asarray(offsets[1:]), kept, side="right")
@@ -251,7 +257,9 @@ def _sorted_runs(codes: np.ndarray, offsets: np.ndarray, seq0: int) -> tuple[cp.
     return (run_key >> 16) + seq0, run_key & 0xFFFF, cp.minimum(run, MAX_COUNT), windows
 
 
-def _interleave(n, run_seq, run_code, run_count, windows, lengths: np.ndarray) -> DeviceKmerTables:
+def _interleave(
+    n, run_seq, run_code, run_count, windows, lengths: np.ndarray, alphabet: KmerAlphabet
+) -> DeviceKmerTables:
     """Rank sequences by run count, pad sections and scatter the runs (msa.distances.kmers layout)."""
     if len(run_seq):
         n_distinct = cp.bincount(run_seq, minlength=n).astype(cp.int32)
@@ -276,5 +284,6 @@ def _interleave(n, run_seq, run_code, run_count, windows, lengths: np.ndarray) -
     kcodes[pos] = run_code.astype(cp.uint16)
     kcounts[pos] = run_count.astype(cp.uint16)
     return DeviceKmerTables(
-        lengths, windows.get(), n_distinct.get(), slot.get(), start.get(), section_off.get(), kcodes, kcounts
+        lengths, windows.get(), n_distinct.get(), slot.get(), start.get(), section_off.get(), kcodes, kcounts,
+        alphabet,
     )
