@@ -19,6 +19,7 @@ import numpy as np
 from msa.alignment import AlignedRows, insert_columns
 from msa.alphabet import detect_seq_type, load_matrix
 from msa.params import NUCLEOTIDE_TYPES, AlignParams, gap_costs
+from msa.pipeline import _set_threads
 from msa.profile import N_COUNTS, AlignBatch, block_counts, gap_vector
 from msa.progress import current
 from msa.seqdb import SeqDB, _ranges
@@ -57,6 +58,7 @@ def merge_alignments(a: AlignedRows, b: AlignedRows, params: AlignParams, backen
     Columns that are gaps in every row of a side are dropped; the others keep
     their order, and every row its residues.
     """
+    _set_threads(params.threads)
     params = _settle(params, [_flat(a)[0], _flat(b)[0]], ["A is", "B is"])
     pa, _, rank_a, db_a = _profile(a, params.seq_type)
     pb, _, rank_b, db_b = _profile(b, params.seq_type)
@@ -89,6 +91,7 @@ def add_sequences(
     insertions are left out of the new rows (MAFFT's ``--keeplength``).
     Returns the alignment and the number of residues left out.
     """
+    _set_threads(params.threads)
     params = _settle(params, [_flat(existing)[0], new], ["the alignment is", "the new sequences are"])
     new = new.encoded(params.seq_type)
     profile, kept, _, db_e = _profile(existing, params.seq_type)

@@ -96,11 +96,9 @@ def add(
 
 def _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet) -> AlignParams:
     """merge's and add's AlignParams: the scoring options; an unknown matrix fails before any
-    work, and the CPU threads are set before the merges."""
-    from msa.pipeline import _set_threads
-
+    work. Nothing here imports the pipeline (Numba): that import belongs to the backend's
+    start, which runs while the alignments are read (msa.merge sets the CPU threads)."""
     params = _params(seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
                      terminal_gap=terminal_gap, threads=threads, device=device, quiet=quiet)
     _check_scoring(params)
-    _set_threads(params.threads)
     return params

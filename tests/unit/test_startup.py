@@ -112,3 +112,16 @@ def test_the_cli_start_skips_numbas_blas_probe() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_add_and_merge_options_leave_numba_to_the_backend_start() -> None:
+    """msa add/merge read their alignments while the backend starts: checking their options
+    must not import the pipeline (and Numba) on the main thread first."""
+    code = (
+        "import sys\n"
+        "from msa.cli.profiles import _scoring_params\n"
+        "_scoring_params('auto', None, None, None, None, 0, 'cpu', True)\n"
+        "print('numba' in sys.modules, 'msa.pipeline' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
