@@ -977,3 +977,31 @@ extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
         __syncthreads();
     }
 }
+
+// msa add's reading of a batch's maps (cpu: CpuBackend.residue_slots). Merge k aligned a
+// profile of w columns (inputs col_off[2k] ..) with sequence k (col_off[2k+1] .. col_off[2k+2]);
+// each side's maps rise through merge k's parent columns. One thread per residue r (res_off:
+// residues before merge k, n_merges + 1 entries; the merge found by binary search): slot[r] =
+// how many of the profile's parent columns are left of the residue's (a lower bound over the
+// w sorted columns), hit[r] = whether one of them is the residue's own.
+extern "C" __global__ void __launch_bounds__(256) residue_slots(
+    const long long* __restrict__ maps, const long long* __restrict__ col_off, const long long* __restrict__ res_off,
+    long long n_merges, long long n_res, long long w, long long* __restrict__ slot, unsigned char* __restrict__ hit) {
+    const long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (r >= n_res) return;
+    long long lo = 0, hi = n_merges;  // res_off[lo] <= r < res_off[lo + 1]
+    while (hi - lo > 1) {
+        const long long mid = (lo + hi) >> 1;
+        if (res_off[mid] <= r) lo = mid; else hi = mid;
+    }
+    const long long k = lo;
+    const long long c = maps[col_off[2 * k + 1] + (r - res_off[k])];
+    const long long* p = maps + col_off[2 * k];
+    long long a = 0, b = w;  // first profile column whose parent column is >= c
+    while (a < b) {
+        const long long mid = (a + b) >> 1;
+        if (p[mid] < c) a = mid + 1; else b = mid;
+    }
+    slot[r] = a;
+    hit[r] = a < w && p[a] == c;
+}

@@ -22,7 +22,7 @@ from msa.params import NUCLEOTIDE_TYPES, AlignParams, gap_costs
 from msa.pipeline import _set_threads
 from msa.profile import N_COUNTS, AlignBatch, block_counts, gap_vector
 from msa.progress import current
-from msa.seqdb import SeqDB, _ranges
+from msa.seqdb import SeqDB
 
 #: ``add`` puts at most about this many bytes of repeated profile tables in one batch.
 ADD_BATCH_BYTES = 1 << 28
@@ -121,7 +121,7 @@ def add_sequences(
             result = backend.profile_align(AlignBatch(gathered, col_offsets, n_seqs, matrix, g))
             del gathered
             seg = slice(new.offsets[lo], new.offsets[hi])
-            slot[seg], matched[seg] = _profile_slots(xp, backend, result, col_offsets, lengths[lo:hi], width_p)
+            slot[seg], matched[seg] = backend.residue_slots(result.maps, col_offsets, width_p)
             advance(m)
     res_row = np.repeat(np.arange(len(new)), lengths)
     ins = np.flatnonzero(~matched)
@@ -141,34 +141,6 @@ def add_sequences(
     new_cols[ins] = placed
     old_cols = _flat(existing)[1]
     return AlignedRows.concat([_plain(existing, db_e), _plain_db(new)], [old[old_cols], new_cols], width), 0
-
-
-def _profile_slots(xp, backend, result, col_offsets: np.ndarray, lengths: np.ndarray, width_p: int):
-    """Where each new residue of an add batch went: (profile columns left of it, whether it
-    shares its column with a profile column), on the host.
-
-    Worked out where the maps are (the device on the GPU), so only two numbers per residue
-    come back, not the maps of every repeated profile column: merge ``k``'s inputs are the
-    profile (``width_p`` columns) then sequence ``k``; its parent columns start at
-    ``result.col_offsets[k]``. A residue's slot is the number of profile columns whose parent
-    column is left of its own, counted over the whole batch and less ``k * width_p``.
-    """
-    m = len(lengths)
-    parent = np.asarray(result.col_offsets, dtype=np.int64)
-    maps = result.maps
-    starts = col_offsets[0:-1:2]
-    prof_at = (xp.asarray(starts)[:, None] + xp.arange(width_p, dtype=xp.int64)[None, :]).reshape(-1)
-    base = xp.asarray(parent[:-1])
-    prof_cols = (maps[prof_at].reshape(m, width_p) + base[:, None]).reshape(-1)
-    is_prof = xp.zeros(int(parent[-1]), dtype=xp.int64)
-    is_prof[prof_cols] = 1
-    before = xp.cumsum(is_prof) - is_prof
-    res_merge = np.repeat(np.arange(m, dtype=np.int64), lengths)
-    res_at = _ranges(col_offsets[1::2], lengths)
-    d_merge = xp.asarray(res_merge)
-    res_cols = maps[xp.asarray(res_at)] + base[d_merge]
-    slots = before[res_cols] - d_merge * width_p
-    return backend.to_host(slots), backend.to_host(is_prof[res_cols] == 1)
 
 
 def _flat(aligned: AlignedRows) -> tuple[SeqDB, np.ndarray]:

@@ -72,3 +72,16 @@ def profile_of(seqs: list[np.ndarray]) -> np.ndarray:
         tables = new + tables[2 * pairs :]
         sizes = new_sizes + sizes[2 * pairs :]
     return tables[0]
+
+
+def merge_maps(rng, width: int, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Random maps of profile-sequence merges as profile_align returns them: merge k's profile
+    (``width`` columns) and sequence k (``lengths[k]`` residues) each rise through the merge's
+    parent columns, every parent column holding one or both. ``(maps, col_offsets)``."""
+    maps, widths = [], []
+    for n in lengths.tolist():
+        both = int(rng.integers(0, min(width, n) + 1))
+        steps = rng.permutation(np.repeat([0, 1, 2], [both, width - both, n - both]))  # both, profile, residue
+        maps += [np.flatnonzero(steps != 2), np.flatnonzero(steps != 1)]
+        widths += [width, n]
+    return np.concatenate(maps).astype(np.int64), np.concatenate(([0], np.cumsum(widths))).astype(np.int64)

@@ -131,6 +131,11 @@ class Backend(Protocol):
     # use; [0, n_merges] when a level need not be cut (the CPU). A piece is one batch of
     # merges, so the cut changes no result (``--gpu-memory`` below a whole level's tables).
     def level_cuts(self, kid_widths: np.ndarray) -> np.ndarray: ...
+    # residue_slots (msa add): a batch whose merge k aligned one profile of ``width`` columns
+    # with sequence k (inputs laid out by ``col_offsets``, as in AlignBatch); for every residue
+    # of the sequences, in that layout: how many profile columns map left of its parent column
+    # (int64) and whether one maps to it (bool), on the host.
+    def residue_slots(self, maps, col_offsets: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]: ...
     def place_segments(
         self, targets: list, target: np.ndarray, start: np.ndarray, values, maps, parent: np.ndarray,
         widths: np.ndarray,

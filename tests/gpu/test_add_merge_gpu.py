@@ -87,3 +87,17 @@ def test_add_and_merge_equal_cpu_on_a_real_family(cuda_backend, tmp_path: Path) 
         got, _ = add_sequences(first, new, params, cuda_backend, keep_length)
         _same(got, want)
     _same(merge_alignments(first, second, params, cuda_backend), merge_alignments(first, second, params, CpuBackend()))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_residue_slots_equal_cpu(cuda_backend, seed: int) -> None:
+    """The residue_slots kernel against the CPU's on fresh random maps (empty sequences included)."""
+    from msa.testing import merge_maps
+
+    rng = np.random.default_rng(100 + seed)
+    width = int(rng.integers(1, 400))
+    lengths = rng.integers(0, 300, int(rng.integers(1, 200)))
+    maps, off = merge_maps(rng, width, lengths)
+    want = CpuBackend.residue_slots(maps, off, width)
+    got = cuda_backend.residue_slots(cuda_backend.xp.asarray(maps), off, width)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -11,6 +11,7 @@ from msa.merge import add_sequences, merge_alignments
 from msa.params import AlignParams
 from msa.profile import GO, block_counts, gap_counts_from_rows
 from msa.seqdb import SeqDB
+from msa.testing import merge_maps
 
 BASE = "MKVLAAGIVGLLLAQPTRSWEHNDCYFGKIVLSTRAEQMPWHDNYKCFGAVLITRSPEQWHMNDKYCFG"
 
@@ -144,3 +145,20 @@ def test_add_puts_an_insertion_in_new_columns(tmp_path) -> None:
     assert rows[2].replace(b"-", b"") == b"MKVWWWWLAGIV"
     assert _project(rows, slice(0, 2)) == [b"MKV-LAGIV", b"MK-WLAGIV"]
     assert result.width > a.width
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_residue_slots_count_the_profile_columns_left_of_each_residue(seed: int) -> None:
+    """msa add's reading of a batch's maps, against a count per residue."""
+    rng = np.random.default_rng(seed)
+    width = int(rng.integers(1, 30))
+    lengths = rng.integers(0, 25, int(rng.integers(1, 12)))
+    maps, off = merge_maps(rng, width, lengths)
+    slot, hit = CpuBackend.residue_slots(maps, off, width)
+    want_slot, want_hit = [], []
+    for k in range(len(lengths)):
+        prof = maps[off[2 * k] : off[2 * k + 1]]
+        for c in maps[off[2 * k + 1] : off[2 * k + 2]]:
+            want_slot.append(int((prof < c).sum()))
+            want_hit.append(bool((prof == c).any()))
+    assert slot.tolist() == want_slot and hit.tolist() == want_hit

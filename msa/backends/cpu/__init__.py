@@ -44,6 +44,23 @@ class CpuBackend:
         return a
 
     @staticmethod
+    def residue_slots(maps: np.ndarray, col_offsets: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where each sequence's residues went in profile-sequence merges; see Backend. Each
+        merge's maps are made one rising sequence over the batch (merge k's plus k times a
+        stride above any parent width), so one searchsorted finds every residue's slot."""
+        col_offsets = np.asarray(col_offsets, dtype=np.int64)
+        lengths = col_offsets[2::2] - col_offsets[1:-1:2]
+        m = len(lengths)
+        stride = width + int(lengths.max(initial=0)) + 1
+        prof_at = (col_offsets[0:-1:2][:, None] + np.arange(width, dtype=np.int64)[None, :]).reshape(-1)
+        prof = (maps[prof_at].reshape(m, width) + (np.arange(m, dtype=np.int64) * stride)[:, None]).reshape(-1)
+        merge = np.repeat(np.arange(m, dtype=np.int64), lengths)
+        res = maps[_ranges(col_offsets[1:-1:2], lengths)] + merge * stride
+        at = np.searchsorted(prof, res)
+        hit = prof[np.minimum(at, max(len(prof) - 1, 0))] == res if len(prof) else np.zeros(len(res), dtype=bool)
+        return at - merge * width, hit
+
+    @staticmethod
     def level_cuts(kid_widths: np.ndarray) -> np.ndarray:
         """One piece: host memory holds what a level gathers; see Backend."""
         return np.array([0, len(kid_widths) // 2], dtype=np.int64)

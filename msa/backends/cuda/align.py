@@ -82,6 +82,7 @@ class AlignStage(DeviceStage):
         self._cell_scores = align.get_function("cell_scores")
         self._traceback = align.get_function("traceback")
         self._build_parent = align.get_function("build_parent")
+        self._residue_slots = align.get_function("residue_slots")
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch on the GPU (kernels/profile_align.cu; equal to the CPU's).
@@ -133,6 +134,24 @@ class AlignStage(DeviceStage):
         if lengths:
             np.cumsum(np.concatenate(lengths), out=parent_off[1:])
         return AlignResult(maps, counts, parent_off)
+
+    def residue_slots(self, maps: cp.ndarray, col_offsets: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where each sequence's residues went in a batch of profile-sequence merges, one launch; see Backend."""
+        col_offsets = np.asarray(col_offsets, dtype=np.int64)
+        res_off = col_offsets[2::2] - col_offsets[1:-1:2]
+        res_off = np.concatenate(([0], np.cumsum(res_off)))
+        n_res, n_merges = int(res_off[-1]), len(res_off) - 1
+        with cp.cuda.Device(self.device):
+            slot = cp.empty(max(n_res, 1), dtype=cp.int64)
+            hit = cp.empty(max(n_res, 1), dtype=cp.uint8)
+            if n_res:
+                meta = cp.asarray(np.concatenate((col_offsets, res_off)))
+                self._residue_slots(
+                    (-(-n_res // 256),), (256,),
+                    (cp.ascontiguousarray(maps, dtype=cp.int64), meta, meta[len(col_offsets):], np.int64(n_merges),
+                     np.int64(n_res), np.int64(width), slot, hit),
+                )
+            return slot[:n_res].get(), hit[:n_res].get().astype(bool)
 
     def level_cuts(self, kid_widths: np.ndarray) -> np.ndarray:
         """Pieces of a level that fit MEMORY_FRACTION of the free memory (within ``--gpu-memory``)
