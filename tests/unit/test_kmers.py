@@ -36,15 +36,46 @@ def brute_kmers(db: SeqDB, i: int) -> Counter:
     )
 
 
-def brute_distance(ca: Counter, cb: Counter, la: int, lb: int, cap: float) -> float:
-    """The documented operation order, in Python floats (IEEE double, no FMA)."""
+def brute_distance(ca: Counter, cb: Counter, la: int, lb: int, cap: float, b: float = 10000.0) -> float:
+    """The documented operation order, in Python floats (IEEE double, no FMA); ``b`` is MAFFT's
+    B = C constant (10000 protein, 2500 DNA 6-mers; A .01, D .1 both)."""
     m = min(sum(ca.values()), sum(cb.values()))
     if m == 0:
         return EMPTY_DISTANCE
     common = sum(min(c, cb[t]) for t, c in ca.items())
     ll, ls = float(max(la, lb)), float(min(la, lb))
-    f = 1.0 / ((ls / ll * 0.1 + 10000.0 / (ll + 10000.0)) + 0.01)
+    f = 1.0 / ((ls / ll * 0.1 + b / (ll + b)) + 0.01)
     return min((1.0 - common / m) * f, cap)
+
+
+def check_distances(rng, db: SeqDB, alphabet, kmers: list[Counter], b: float, sizes, refs_at, members_per_node):
+    """kmer_distance_matrix over random groups of ``sizes`` and nearest_reference over three nodes
+    (references ``ids[refs_at[k]:refs_at[k+1]]``), against brute_distance; the matrix's values."""
+    be = CpuBackend()
+    t = be.kmer_tables(db.codes, db.offsets, alphabet)
+    lengths = db.lengths
+    groups = [rng.choice(len(db), size, replace=False) for size in sizes]
+    ids = np.concatenate(groups)
+    off = np.concatenate(([0], np.cumsum([len(g) for g in groups])))
+    dist, dist_off = be.kmer_distance_matrix(t, ids, off, 10.0)
+    for g, members in enumerate(groups):
+        expect = [
+            brute_distance(kmers[x], kmers[y], lengths[x], lengths[y], 10.0, b)
+            for k, x in enumerate(members)
+            for y in members[k + 1 :]
+        ]
+        assert dist[dist_off[g] : dist_off[g + 1]].tolist() == expect
+
+    # nearest reference: three nodes, references given per node, ties to the earliest
+    refs = [ids[refs_at[k] : refs_at[k + 1]] for k in range(3)]
+    ref_off = np.concatenate(([0], np.cumsum([len(r) for r in refs])))
+    member_node = np.repeat([0, 1, 2], members_per_node)
+    members = rng.choice(len(db), len(member_node))
+    nearest, best = be.nearest_reference(t, np.concatenate(refs), ref_off, members, member_node)
+    for k, (m, node) in enumerate(zip(members, member_node)):
+        d = [brute_distance(kmers[r], kmers[m], lengths[r], lengths[m], 10.0, b) for r in refs[node]]
+        assert nearest[k] == int(np.argmin(d)) and best[k] == min(d)
+    return dist
 
 
 @pytest.mark.parametrize(
@@ -84,31 +115,8 @@ def test_equal_lengths_share_sections() -> None:
 def test_distances_match_brute_force() -> None:
     rng = np.random.default_rng(7)
     db = random_db(rng, 120, 80, 0.05)
-    be = CpuBackend()
-    t = be.kmer_tables(db.codes, db.offsets, PROTEIN)
     kmers = [brute_kmers(db, i) for i in range(len(db))]
-    lengths = db.lengths
-    groups = [rng.choice(len(db), size, replace=False) for size in (1, 2, 5, 40)]
-    ids = np.concatenate(groups)
-    off = np.concatenate(([0], np.cumsum([len(g) for g in groups])))
-    dist, dist_off = be.kmer_distance_matrix(t, ids, off, 10.0)
-    for g, members in enumerate(groups):
-        expect = [
-            brute_distance(kmers[a], kmers[b], lengths[a], lengths[b], 10.0)
-            for k, a in enumerate(members)
-            for b in members[k + 1 :]
-        ]
-        assert dist[dist_off[g] : dist_off[g + 1]].tolist() == expect
-
-    # nearest reference: three nodes, references given per node, ties to the earliest
-    refs = [ids[:3], ids[3:4], ids[4:12]]
-    ref_off = np.concatenate(([0], np.cumsum([len(r) for r in refs])))
-    member_node = np.repeat([0, 1, 2], [50, 30, 40])
-    members = rng.choice(len(db), len(member_node))
-    nearest, best = be.nearest_reference(t, np.concatenate(refs), ref_off, members, member_node)
-    for k, (m, node) in enumerate(zip(members, member_node)):
-        d = [brute_distance(kmers[r], kmers[m], lengths[r], lengths[m], 10.0) for r in refs[node]]
-        assert nearest[k] == int(np.argmin(d)) and best[k] == min(d)
+    check_distances(rng, db, PROTEIN, kmers, 10000.0, (1, 2, 5, 40), (0, 3, 4, 12), [50, 30, 40])
 
 
 #: MAFFT's nucleotide groups (anchor A2): a g c t/u; N and every other code dropped.
@@ -139,19 +147,6 @@ def brute_nuc_kmers(db: SeqDB, i: int) -> Counter:
     return Counter(sum(g * 4 ** (5 - k) for k, g in enumerate(groups[p : p + 6])) for p in range(len(groups) - 5))
 
 
-def brute_nuc_distance(ca: Counter, cb: Counter, la: int, lb: int, cap: float) -> float:
-    """The documented operation order with MAFFT's DNA 6-mer constants (A .01, B = C = 2500, D .1)."""
-    m = min(sum(ca.values()), sum(cb.values()))
-    if m == 0:
-        return EMPTY_DISTANCE
-    common = sum(min(c, cb[t]) for t, c in ca.items())
-    ll, ls = float(max(la, lb)), float(min(la, lb))
-    r = ls / ll * 0.1
-    q = 2500.0 / (ll + 2500.0)
-    f = 1.0 / ((r + q) + 0.01)
-    return min((1.0 - common / m) * f, cap)
-
-
 @pytest.mark.parametrize("n,max_len,ambiguous_rate", [(300, 9, 0.0), (400, 120, 0.05), (150, 60, 0.5), (1, 3, 0.0)])
 def test_nucleotide_runs_match_mafft_6mers(n: int, max_len: int, ambiguous_rate: float) -> None:
     """Base-6 codes of the bases are MAFFT's base-4 6-mers one to one: the same counts per 6-mer."""
@@ -170,31 +165,9 @@ def test_nucleotide_runs_match_mafft_6mers(n: int, max_len: int, ambiguous_rate:
 def test_nucleotide_distances_match_brute_force() -> None:
     rng = np.random.default_rng(17)
     db = random_dna(rng, 150, 400, 0.05)
-    be = CpuBackend()
-    t = be.kmer_tables(db.codes, db.offsets, NUCLEOTIDE)
     kmers = [brute_nuc_kmers(db, i) for i in range(len(db))]
-    lengths = db.lengths
-    groups = [rng.choice(len(db), size, replace=False) for size in (1, 2, 7, 60)]
-    ids = np.concatenate(groups)
-    off = np.concatenate(([0], np.cumsum([len(g) for g in groups])))
-    dist, dist_off = be.kmer_distance_matrix(t, ids, off, 10.0)
-    for g, members in enumerate(groups):
-        expect = [
-            brute_nuc_distance(kmers[a], kmers[b], lengths[a], lengths[b], 10.0)
-            for k, a in enumerate(members)
-            for b in members[k + 1 :]
-        ]
-        assert dist[dist_off[g] : dist_off[g + 1]].tolist() == expect
+    dist = check_distances(rng, db, NUCLEOTIDE, kmers, 2500.0, (1, 2, 7, 60), (0, 3, 4, 14), [60, 30, 50])
     assert 0.0 < np.median(dist) < 1.0  # related sequences: the shared counts matter
-
-    refs = [ids[:3], ids[3:4], ids[4:14]]
-    ref_off = np.concatenate(([0], np.cumsum([len(r) for r in refs])))
-    member_node = np.repeat([0, 1, 2], [60, 30, 50])
-    members = rng.choice(len(db), len(member_node))
-    nearest, best = be.nearest_reference(t, np.concatenate(refs), ref_off, members, member_node)
-    for k, (m, node) in enumerate(zip(members, member_node)):
-        d = [brute_nuc_distance(kmers[r], kmers[m], lengths[r], lengths[m], 10.0) for r in refs[node]]
-        assert nearest[k] == int(np.argmin(d)) and best[k] == min(d)
 
 
 def lcs_dp(a: bytes, b: bytes) -> int:

@@ -16,15 +16,17 @@ from msa.backends.cpu import sw as cpu_sw
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _printed(code: str) -> str:
+    """What ``code`` prints, run by a fresh interpreter (imports start from nothing) in the checkout."""
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+
+
 def test_importing_the_cli_loads_neither_numba_nor_rich() -> None:
     # --help, `msa score` and bad-input errors must not wait for Numba (~0.5 s) or rich.
-    code = (
+    out = _printed(
         "import sys, msa, msa.cli; "
         "print(sorted(m for m in ('numba', 'rich', 'scipy', 'Bio') if m in sys.modules))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout
     assert out.strip() == "[]"
 
 
@@ -100,7 +102,7 @@ def test_a_small_input_aligns_as_on_the_cpu(tmp_path: Path) -> None:
 def test_the_cli_start_skips_numbas_blas_probe() -> None:
     """A CLI run loads Numba's registries without importing SciPy's linalg (msa uses no BLAS),
     and leaves the probe's module importable afterwards."""
-    code = (
+    out = _printed(
         "import sys, numpy as np\n"
         "from msa.startup import BLAS_PROBE, BackendStart\n"
         "with BackendStart('cpu') as start:\n"
@@ -110,18 +112,16 @@ def test_the_cli_start_skips_numbas_blas_probe() -> None:
         "take_ranges(np.arange(4), np.array([1]), np.array([2]))\n"
         "print('scipy.linalg' in sys.modules, sys.modules.get(BLAS_PROBE, 0) is None)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
 
 def test_add_and_merge_options_leave_numba_to_the_backend_start() -> None:
     """msa add/merge read their alignments while the backend starts: checking their options
     must not import the pipeline (and Numba) on the main thread first."""
-    code = (
+    out = _printed(
         "import sys\n"
         "from msa.cli.profiles import _scoring_params\n"
         "_scoring_params('auto', None, None, None, None, 0, 'cpu', True)\n"
         "print('numba' in sys.modules, 'msa.pipeline' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
