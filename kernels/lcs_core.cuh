@@ -10,7 +10,7 @@
 #pragma once
 
 #define LCS_ALPHA 20  // only codes 0..19 match (FAMSA's ComputeBitMasks)
-#define LCS_ROWS 32   // mask rows of the packed kernels: every value of (code & 31)
+#define LCS_ROWS 32   // codes a mask plane covers (packed kernels): every value of (code & 31)
 #define LCS_PAD 31u   // padding code of packed residues (a zero mask row)
 
 typedef unsigned long long u64;
@@ -115,11 +115,13 @@ __device__ __forceinline__ void lcs_step(u64 (&v)[W], const u64* m) {
     lcs_step_loaded<W>(v, mw);
 }
 
-// The same update with V in strided global scratch (v[w * stride]) and the carry by compares.
-__device__ __forceinline__ void lcs_step_scratch(u64* v, long long stride, long long words, const u64* m) {
+// The same update with V in strided global scratch (v[w * stride]) and the carry by compares;
+// mask(w) gives the residue's mask word w (a row of masks, or mask planes).
+template <class Mask>
+__device__ __forceinline__ void lcs_step_scratch(u64* v, long long stride, long long words, Mask mask) {
     u64 carry = 0ull;
     for (long long w = 0; w < words; ++w) {
-        const u64 mw = m[w];
+        const u64 mw = mask(w);
         const u64 xw = v[w * stride];
         const u64 u = xw & mw;
         const u64 s1 = xw + u;
@@ -148,21 +150,57 @@ __device__ __forceinline__ double lcs_distance(long long lcs, long long la, long
 // warp-interleaved sections: pk4[sec_off[P / 32] / 4 + q * 32 + P % 32] holds residues
 // 16q..16q+15 of position P (4 a word, low byte first, padded with LCS_PAD), so a warp's
 // load is one 512-byte run, and each thread loads the next uint4 while it works on this one.
-// Masks are LCS_ROWS rows of W words; rows 20..31 stay zero, and a zero mask leaves V
-// unchanged, so padding and non-matching residues need no branch.
+//
+// The packed kernels' masks are mask planes: word w of code c's mask is planes[64 w + c] (low
+// half) and planes[64 w + 32 + c] (high half). A plane's 32 codes fill the 32 banks of shared
+// memory once, so a warp's load of any mix of codes is one wavefront without a conflict (rows of
+// W 64-bit words put codes c and c + 32 / gcd(2W, 32) in one bank: 16 codes share 2 banks at W = 8).
+// Codes LCS_ALPHA..31 have zero masks, and a zero mask leaves V unchanged, so padding and
+// non-matching residues need no branch.
 
-// LCS of a (masks of W words a row, LCS_ROWS rows, in shared memory) with the packed sequence
-// at pk4 (stride 32 uint4), nq uint4 of residues; V in registers. The next uint4 is loaded a whole uint4
-// ahead and each residue's masks one residue ahead, so neither load waits on V's chain.
+__device__ __forceinline__ u64 plane_word(const unsigned* planes, unsigned c, int w) {
+    return ((u64)planes[64 * w + 32 + c] << 32) | planes[64 * w + c];
+}
+
 template <int W>
-__device__ __forceinline__ long long lcs_packed(const u64* masks, const uint4* __restrict__ pk4, int nq,
+__device__ __forceinline__ void load_planes(u64 (&mw)[W], const unsigned* planes, unsigned c) {
+#pragma unroll
+    for (int w = 0; w < W; ++w) mw[w] = plane_word(planes, c, w);
+}
+
+// The mask planes of the sequence res[0..la) over `words` words, a warp a word: its lanes hold
+// the word's 64 residues, one ballot pair per code sets that code's bits, and lane c writes
+// code c's two halves (zero for c >= LCS_ALPHA). blockDim.x a multiple of 32; every thread calls.
+__device__ __forceinline__ void build_planes(unsigned* planes, const unsigned char* __restrict__ res, long long la,
+                                             int words) {
+    const int lane = threadIdx.x & 31;
+    for (int w = threadIdx.x >> 5; w < words; w += blockDim.x >> 5) {
+        const long long i = 64ll * w + lane;
+        const unsigned c0 = i < la ? res[i] : 0xffu, c1 = i + 32 < la ? res[i + 32] : 0xffu;
+        unsigned lo = 0u, hi = 0u;
+#pragma unroll
+        for (int c = 0; c < LCS_ALPHA; ++c) {
+            const unsigned l = __ballot_sync(0xffffffffu, c0 == (unsigned)c);
+            const unsigned h = __ballot_sync(0xffffffffu, c1 == (unsigned)c);
+            if (lane == c) lo = l, hi = h;
+        }
+        planes[64 * w + lane] = lo;
+        planes[64 * w + 32 + lane] = hi;
+    }
+}
+
+// LCS of a (mask planes of W words in shared memory) with the packed sequence at pk4 (stride 32
+// uint4), nq uint4 of residues; V in registers. The next uint4 is loaded a whole uint4 ahead
+// and each residue's masks one residue ahead, so neither load waits on V's chain.
+template <int W>
+__device__ __forceinline__ long long lcs_packed(const unsigned* planes, const uint4* __restrict__ pk4, int nq,
                                               long long la) {
     u64 v[W];
 #pragma unroll
     for (int w = 0; w < W; ++w) v[w] = ~0ull;
     uint4 next = nq > 0 ? __ldg(&pk4[0]) : make_uint4(0u, 0u, 0u, 0u);
     u64 m[W];
-    load_masks<W>(m, masks + (next.x & 31u) * W);
+    load_planes<W>(m, planes, next.x & 31u);
     for (int q = 0; q < nq; ++q) {
         const unsigned x[4] = {next.x, next.y, next.z, next.w};
         if (q + 1 < nq) next = __ldg(&pk4[(q + 1) * 32]);
@@ -171,7 +209,7 @@ __device__ __forceinline__ long long lcs_packed(const u64* masks, const uint4* _
             // the residue after r: in this uint4, or the first of the next one
             const unsigned c = r < 15 ? (x[(r + 1) >> 2] >> (8 * ((r + 1) & 3))) & 31u : next.x & 31u;
             u64 m_next[W];
-            load_masks<W>(m_next, masks + c * W);
+            load_planes<W>(m_next, planes, c);
             lcs_step_loaded<W>(v, m);
 #pragma unroll
             for (int w = 0; w < W; ++w) m[w] = m_next[w];

@@ -75,7 +75,8 @@ __device__ __forceinline__ long long lcs_scratch(const u64* masks, long long wor
     for (long long k = lo; k < hi; ++k) {
         const unsigned c = codes[k];
         if (c >= LCS_ALPHA) continue;
-        lcs_step_scratch(v, stride, words, masks + c * words);
+        const u64* m = masks + c * words;
+        lcs_step_scratch(v, stride, words, [m](long long w) { return m[w]; });
     }
     long long lcs = 0;
     for (long long w = 0; w < words; ++w) lcs += count_lcs(v[w * stride], w, la);
@@ -84,8 +85,8 @@ __device__ __forceinline__ long long lcs_scratch(const u64* masks, long long wor
 
 // Rows of at most LCS_CHAIN_MAX words read their column sequences from the packed layout
 // (lcs_core.cuh; positions: each group's members, its run starting at grp_pos0[g], a
-// multiple of 32, and tiles start at a multiple of 32 so a warp reads one section), masks of
-// LCS_ROWS rows; longer rows read bytes, masks of LCS_ALPHA rows.
+// multiple of 32, and tiles start at a multiple of 32 so a warp reads one section), with mask
+// planes; longer rows read bytes, with masks of LCS_ALPHA rows.
 template <int W>
 __device__ __forceinline__ void lcs_tiles(const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
                                           const long long* __restrict__ group_off, const long long* __restrict__ out_off,
@@ -99,7 +100,12 @@ __device__ __forceinline__ void lcs_tiles(const unsigned char* __restrict__ code
     for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
         const Tile x = tile_at(t, tile_row, tile_j0, row_group, row_index, group_off, out_off, seq_off);
         __syncthreads();  // the previous tile's threads are done with the masks
-        build_masks(masks, W, codes, seq_off[x.a], x.la, packed ? LCS_ROWS : LCS_ALPHA);
+        if constexpr (packed) {
+            build_planes(reinterpret_cast<unsigned*>(masks), codes + seq_off[x.a], x.la, W);
+            __syncthreads();
+        } else {
+            build_masks(masks, W, codes, seq_off[x.a], x.la);
+        }
         const long long j = x.j0 + threadIdx.x;
         if (j <= x.i || j >= x.s) continue;
         const long long b = x.base + j;
@@ -107,7 +113,7 @@ __device__ __forceinline__ void lcs_tiles(const unsigned char* __restrict__ code
         long long lcs;
         if constexpr (packed) {
             const long long P = grp_pos0[x.g] + j;
-            lcs = lcs_packed<W>(masks, pk4 + sec_off[P >> 5] / 4 + (P & 31), (int)((hi - lo + 15) >> 4), x.la);
+            lcs = lcs_packed<W>(reinterpret_cast<const unsigned*>(masks), pk4 + sec_off[P >> 5] / 4 + (P & 31), (int)((hi - lo + 15) >> 4), x.la);
         } else {
             lcs = lcs_registers<W>(masks, codes, lo, hi, x.la);
         }

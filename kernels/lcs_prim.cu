@@ -3,10 +3,12 @@
 //
 // One persistent launch runs many Prim steps of many groups at once; group g owns blocks
 // blk0[g] .. blk0[g + 1] and runs its own steps step0[g] .. step_end[g]. Each step of a group:
-//   1. each of its blocks builds the masks of the vertex that joined last (cur) in shared memory;
-//   2. its thread t owns positions t, t + T, ... (T threads in the group) of the vertices not
-//      yet in the tree, computes LCS(cur, p), lowers best[p] (strict <, so the earliest cur
-//      keeps a tie, as on the CPU) and keeps the smallest (best, local index) it owns;
+//   1. each of its blocks builds the mask planes (lcs_core.cuh) of the vertex that joined last
+//      (cur) in shared memory;
+//   2. each thread, for the positions it owns (32-position chunks dealt to the blocks in a
+//      snake, see prim_steps) of the vertices not yet in the tree, computes LCS(cur, p), lowers
+//      best[p] (strict <, so the earliest cur keeps a tie, as on the CPU) and keeps the
+//      smallest (best, local index) it owns;
 //   3. a block-wide minimum goes to part[block]; the last of the group's blocks to arrive at
 //      the group's barrier reduces the group's parts, writes the step's edge, marks the winner
 //      and publishes it as the next cur, then releases the barrier.
@@ -23,7 +25,7 @@
 
 
 // The same for any W, V in v[w * stride] (global scratch).
-__device__ __forceinline__ long long prim_lcs_scratch(const u64* masks, long long words,
+__device__ __forceinline__ long long prim_lcs_scratch(const unsigned* planes, long long words,
                                                       const uint4* __restrict__ pk4, int nq, long long la,
                                                       u64* v, long long stride) {
     for (long long w = 0; w < words; ++w) v[w * stride] = ~0ull;
@@ -31,34 +33,36 @@ __device__ __forceinline__ long long prim_lcs_scratch(const u64* masks, long lon
         const uint4 x = __ldg(&pk4[q * 32]);
         const unsigned part[4] = {x.x, x.y, x.z, x.w};
         for (int j = 0; j < 4; ++j)
-            for (int k = 0; k < 4; ++k)
-                lcs_step_scratch(v, stride, words, masks + ((part[j] >> (8 * k)) & 31u) * words);
+            for (int k = 0; k < 4; ++k) {
+                const unsigned c = (part[j] >> (8 * k)) & 31u;
+                lcs_step_scratch(v, stride, words, [planes, c](long long w) { return plane_word(planes, c, (int)w); });
+            }
     }
     long long lcs = 0;
     for (long long w = 0; w < words; ++w) lcs += count_lcs(v[w * stride], w, la);
     return lcs;
 }
 
-__device__ __forceinline__ long long prim_dispatch(int words, const u64* masks, const uint4* pk, int nq,
+__device__ __forceinline__ long long prim_dispatch(int words, const unsigned* planes, const uint4* pk, int nq,
                                                    long long la, u64* scratch, long long stride) {
     switch (words) {
-        case 1: return lcs_packed<1>(masks, pk, nq, la);
-        case 2: return lcs_packed<2>(masks, pk, nq, la);
-        case 3: return lcs_packed<3>(masks, pk, nq, la);
-        case 4: return lcs_packed<4>(masks, pk, nq, la);
-        case 5: return lcs_packed<5>(masks, pk, nq, la);
-        case 6: return lcs_packed<6>(masks, pk, nq, la);
-        case 7: return lcs_packed<7>(masks, pk, nq, la);
-        case 8: return lcs_packed<8>(masks, pk, nq, la);
-        default: return prim_lcs_scratch(masks, words, pk, nq, la, scratch, stride);
+        case 1: return lcs_packed<1>(planes, pk, nq, la);
+        case 2: return lcs_packed<2>(planes, pk, nq, la);
+        case 3: return lcs_packed<3>(planes, pk, nq, la);
+        case 4: return lcs_packed<4>(planes, pk, nq, la);
+        case 5: return lcs_packed<5>(planes, pk, nq, la);
+        case 6: return lcs_packed<6>(planes, pk, nq, la);
+        case 7: return lcs_packed<7>(planes, pk, nq, la);
+        case 8: return lcs_packed<8>(planes, pk, nq, la);
+        default: return prim_lcs_scratch(planes, words, pk, nq, la, scratch, stride);
     }
 }
 
 // (distance bits, local index) ordered lexicographically; distances are >= 0, so their
-// IEEE bits order as the values do.
+// IEEE bits order as the values do. pos and via ride along for the winner.
 struct Key {
     u64 d;
-    int local, pos;
+    int local, pos, via;
 };
 
 __device__ __forceinline__ bool key_less(const Key& a, const Key& b) {
@@ -72,6 +76,7 @@ __device__ __forceinline__ Key warp_min(Key k) {
         x.d = __shfl_down_sync(0xffffffffu, k.d, o);
         x.local = __shfl_down_sync(0xffffffffu, k.local, o);
         x.pos = __shfl_down_sync(0xffffffffu, k.pos, o);
+        x.via = __shfl_down_sync(0xffffffffu, k.via, o);
         if (key_less(x, k)) k = x;
     }
     return k;
@@ -86,17 +91,40 @@ __device__ __forceinline__ Key block_min(Key k) {
     if (lane == 0) warps[warp] = k;
     __syncthreads();
     if (warp == 0) {
-        const Key none = {~0ull, 0x7fffffff, -1};
+        const Key none = {~0ull, 0x7fffffff, -1, -1};
         k = lane < (int)(blockDim.x >> 5) ? warps[lane] : none;
         k = warp_min(k);
     }
     return k;
 }
 
+// The group barrier's two counters: arrivals (acq_rel, so the last block sees every part) and
+// the generation the last block releases (release; the others acquire it).
+__device__ __forceinline__ unsigned arrive(unsigned* counter) {
+    unsigned old;
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+    return old;
+}
+__device__ __forceinline__ void release_add(unsigned* counter) {
+    asm volatile("red.add.release.gpu.u32 [%0], 1;" ::"l"(counter) : "memory");
+}
+__device__ __forceinline__ unsigned acquire_load(const unsigned* counter) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+    return v;
+}
+
 #ifndef PRIM_THREADS
-#define PRIM_THREADS 128  // threads per block, passed with -D from msa/backends/cuda/lcs.py
+#define PRIM_THREADS 256  // threads per block, passed with -D from msa/backends/cuda/lcs.py
 #endif
+static_assert(PRIM_THREADS % 64 == 0, "the snake needs an even number of warps a block");
 // At most 80 registers a thread (768 threads on an SM), which the step loop fits unspilled.
+//
+// Thread mapping: positions go in chunks of 32 (a packed section, a warp's load), in rounds
+// over the group's nb blocks: chunk c = r * nb + (r odd ? nb - 1 - b : b) goes to block b,
+// round r to its warp r % (blockDim / 32) (an even count, so a warp's rounds all run one way).
+// Positions are in length order, so the snake gives every block the same number of chunks
+// (+-1) over the whole length range, and blocks sized to whole SMs finish a step together.
 extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) prim_steps(
     const uint4* __restrict__ pk4, const long long* __restrict__ sec_off, const int* __restrict__ pos_local,
     const int* __restrict__ pos_len, const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
@@ -105,82 +133,79 @@ extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) p
     const int* __restrict__ npos, const long long* __restrict__ seq0, const int* __restrict__ step0,
     const int* __restrict__ step_end, const long long* __restrict__ edge0, int* state, int* __restrict__ edge_a,
     int* __restrict__ edge_b, double* __restrict__ edge_w, Key* part, unsigned* bar, u64* scratch) {
-    extern __shared__ u64 masks[];
-    __shared__ int s_last;
+    extern __shared__ unsigned planes[];
+    __shared__ int s_last, s_cur;
     const int g = block_group[blockIdx.x];
-    const int b0 = blk0[g], nb = blk0[g + 1] - b0;
-    const long long stride = (long long)nb * blockDim.x;
-    const long long tid = (long long)(blockIdx.x - b0) * blockDim.x + threadIdx.x;
+    const int b0 = blk0[g], nb = blk0[g + 1] - b0, b = blockIdx.x - b0;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wpb = blockDim.x >> 5;
     const long long p0 = pos0[g], n_pos = npos[g], s0 = seq0[g], e0 = edge0[g];
+    // this thread's rounds r = warp, warp + wpb, ...: wpb is even, so they all run one way
+    const long long first_chunk = (long long)warp * nb + ((warp & 1) ? nb - 1 - b : b);
+    const long long p_end = (n_pos + 31) & ~31ll, p_step = 32ll * wpb * nb;
     // V scratch of the words past LCS_CHAIN_MAX: one column per thread of the launch
     const long long scratch_stride = (long long)gridDim.x * blockDim.x;
     u64* my_scratch = scratch + (long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned* gbar = bar + 2 * g;
-    volatile unsigned* vbar = gbar;
-    const unsigned gen0 = vbar[1];  // no block of the group can release a barrier before all have read it
+    const unsigned gen0 = acquire_load(gbar + 1);  // no block of the group can release a barrier before all have read it
+    int cur = state[g];
     for (int step = step0[g]; step < step_end[g]; ++step) {
         // 1. cur's masks
-        const int cur = __ldcg(&state[g]);
         const long long a0 = seq_off[s0 + cur], la = seq_off[s0 + cur + 1] - a0;
         const int words = la > 64 ? (int)((la + 63) >> 6) : 1;
-        for (int k = threadIdx.x; k < LCS_ROWS * words; k += blockDim.x) masks[k] = 0ull;
-        __syncthreads();
-        for (long long p = threadIdx.x; p < la; p += blockDim.x) {
-            const unsigned c = codes[a0 + p];
-            if (c < LCS_ALPHA) atomicOr(&masks[c * words + (p >> 6)], 1ull << (p & 63));
-        }
+        build_planes(planes, codes + a0, la, words);
         __syncthreads();
         // 2. relax the owned positions
-        Key mine = {~0ull, 0x7fffffff, -1};
-        for (long long p = tid; p < n_pos; p += stride) {
+        Key mine = {~0ull, 0x7fffffff, -1, -1};
+        for (long long p = 32 * first_chunk + lane; p < p_end; p += p_step) {
             const long long P = p0 + p;
-            if (__ldcg(&in_tree[P])) continue;
+            if (p >= n_pos || __ldcg(&in_tree[P])) continue;
             const int lb = pos_len[P];
             const uint4* col = pk4 + sec_off[P >> 5] / 4 + (P & 31);
             const long long lcs =
-                prim_dispatch(words, masks, col, (lb + 15) >> 4, la, my_scratch, scratch_stride);
+                prim_dispatch(words, planes, col, (lb + 15) >> 4, la, my_scratch, scratch_stride);
             const double d = lcs_distance(lcs, la, lb, pow075);
             double bp = best[P];
+            int vp = via[P];
             if (d < bp) {
                 bp = d;
+                vp = cur;
                 best[P] = d;
                 via[P] = cur;
             }
-            const Key k = {(u64)__double_as_longlong(bp), pos_local[P], (int)p};
+            const Key k = {(u64)__double_as_longlong(bp), pos_local[P], (int)p, vp};
             if (key_less(k, mine)) mine = k;
         }
         // 3. block minimum, the group's barrier, its last block picks the next vertex
         mine = block_min(mine);
         if (threadIdx.x == 0) {
             part[blockIdx.x] = mine;
-            __threadfence();
-            s_last = atomicAdd(&gbar[0], 1u) == (unsigned)nb - 1u;
+            s_last = arrive(&gbar[0]) == (unsigned)nb - 1u;
         }
         __syncthreads();
+        const unsigned target = gen0 + (unsigned)(step - step0[g]) + 1u;
         if (s_last) {
-            __threadfence();
-            Key k = {~0ull, 0x7fffffff, -1};
-            for (int b = b0 + threadIdx.x; b < b0 + nb; b += blockDim.x) {
-                const Key x = {__ldcg(&part[b].d), __ldcg(&part[b].local), __ldcg(&part[b].pos)};
+            Key k = {~0ull, 0x7fffffff, -1, -1};
+            for (int q = b0 + threadIdx.x; q < b0 + nb; q += blockDim.x) {
+                const Key x = {__ldcg(&part[q].d), __ldcg(&part[q].local), __ldcg(&part[q].pos), __ldcg(&part[q].via)};
                 if (key_less(x, k)) k = x;
             }
             k = block_min(k);
             if (threadIdx.x == 0) {
-                edge_a[e0 + step] = __ldcg(&via[p0 + k.pos]);
+                edge_a[e0 + step] = k.via;
                 edge_b[e0 + step] = k.local;
                 edge_w[e0 + step] = __longlong_as_double((long long)k.d);
                 in_tree[p0 + k.pos] = 1;
                 state[g] = k.local;
                 gbar[0] = 0u;
-                __threadfence();
-                atomicAdd(&gbar[1], 1u);
+                release_add(&gbar[1]);
+                s_cur = k.local;
             }
         } else if (threadIdx.x == 0) {
-            const unsigned target = gen0 + (unsigned)(step - step0[g]) + 1u;
-            while ((int)(vbar[1] - target) < 0) {
+            while ((int)(acquire_load(gbar + 1) - target) < 0) {
             }
-            __threadfence();
+            s_cur = __ldcg(&state[g]);
         }
         __syncthreads();
+        cur = s_cur;
     }
 }

@@ -188,7 +188,7 @@ class LcsStage(DeviceStage):
         """Launch ``prefix``'s kernel of word class ``k`` over ``n_tiles`` tiles (the last class: ``prefix_long``,
         masks in shared or global memory, V in a global scratch of at most LCS_LONG_SCRATCH bytes).
         ``packed``: the packed-layout arguments of lcs_tiles_<W> (its rows of at most
-        PRIM_REGISTER_WORDS words read them, with LCS_ROWS mask rows)."""
+        PRIM_REGISTER_WORDS words read them, with mask planes of LCS_ROWS codes)."""
         blocks = min(n_tiles, LCS_BLOCKS_PER_SM * self.n_sm)
         if k < len(LCS_WORDS):
             w = int(LCS_WORDS[k])
@@ -243,19 +243,26 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
 # the same edges in the same order, bit for bit, in O(n) device memory. Each distance row is
 # computed once, when its vertex joins the tree, so an n-sequence group costs n^2/2 LCS pairs and
 # n - 1 grid-wide steps. One persistent launch runs a phase of many groups at once, each on its
-# own blocks with its own barrier; a group's phase ends when half of its vertices have joined,
-# and the survivors are then compacted and repacked, so threads never sit on finished vertices
-# for more than half a phase.
+# own blocks with its own barrier; a group's phase ends when 1 / PRIM_PHASE_DIV of its vertices
+# have joined, and the survivors are then compacted and repacked, so that warps do not run on
+# with lanes whose vertices have joined (a lane's work is done whether its vertex is live or not).
 
 #: Threads per block of prim_steps (passed to its __launch_bounds__ with -D).
-PRIM_THREADS = 128
-#: Mask rows of the packed kernels (kernels/lcs_core.cuh LCS_ROWS): every value of code & 31.
+PRIM_THREADS = 256
+#: Codes of a mask plane of the packed kernels (kernels/lcs_core.cuh LCS_ROWS): every value of code & 31.
 LCS_ROWS = 32
 #: Largest mask table (LCS_ROWS x words x 8 bytes) kept in shared memory; longer
 #: sequences (~50k residues) leave the group to the CPU.
 PRIM_SHARED_MAX = 200 * 1024
-#: Groups of at most this many remaining vertices run to the end without compaction.
-PRIM_COMPACT_MIN = 4096
+#: Groups of at most this many remaining vertices run to the end without compaction: a step
+#: over up to ~4 warps a SM is one pair's chain long whether or not its lanes have joined.
+PRIM_COMPACT_MIN = 16384
+#: A phase of a larger group ends when 1 / PRIM_PHASE_DIV of its remaining vertices have joined:
+#: a phase of n runs n / PRIM_PHASE_DIV steps over all n lanes, n^2 / (2 - 1 / PRIM_PHASE_DIV)
+#: lane-pairs in all against the n^2 / 2 pairs (4 / 3 of them at 2, 16 / 15 at 8).
+PRIM_PHASE_DIV = 8
+#: 8-byte words of a block's minimum (kernels/lcs_prim.cu Key: distance bits, local, pos, via).
+PRIM_KEY_WORDS = 3
 #: Words of V held in registers (kernels/lcs_core.cuh LCS_CHAIN_MAX); longer need a scratch.
 PRIM_REGISTER_WORDS = 8
 
@@ -317,7 +324,7 @@ def prim_msts(
         while remaining.any():
             chunk = np.flatnonzero(remaining)[:resident]  # at least one block each
             n_pos = remaining[chunk]
-            end = done[chunk] + np.where(n_pos <= compact_min, n_pos, n_pos // 2)
+            end = done[chunk] + np.where(n_pos <= compact_min, n_pos, n_pos // PRIM_PHASE_DIV)
             run0 = np.cumsum(remaining) - remaining
             src, pos0 = _padded_runs(run0[chunk], n_pos)
             d_src = cp.asarray(src)
@@ -330,6 +337,8 @@ def prim_msts(
             l_in_tree = (~valid).astype(cp.uint8)  # padding never joins
             pk, sec_off = _packed(pack, d_codes, d_seq_off, l_seq, l_len, n_sm)
             alloc = np.minimum(1 + (resident - len(chunk)) * n_pos // n_pos.sum(), -(-n_pos // PRIM_THREADS))
+            if len(chunk) == 1:  # whole SMs, which the snake gives equal work, finish a step together
+                alloc = np.minimum(-(-alloc // n_sm) * n_sm, resident)
             blk0 = np.concatenate(([0], np.cumsum(alloc))).astype(np.int32)
             blocks = int(blk0[-1])
             g_state = state[cp.asarray(chunk)]
@@ -340,7 +349,7 @@ def prim_msts(
                  cp.asarray(pos0), cp.asarray(n_pos.astype(np.int32)), cp.asarray(group_off[chunk]),
                  cp.asarray(done[chunk].astype(np.int32)), cp.asarray(end.astype(np.int32)),
                  cp.asarray(group_off[chunk] - chunk), g_state, edge_a, edge_b, edge_w,
-                 cp.empty(2 * blocks, dtype=cp.int64), cp.zeros(2 * len(chunk), dtype=cp.uint32), scratch),
+                 cp.empty(PRIM_KEY_WORDS * blocks, dtype=cp.int64), cp.zeros(2 * len(chunk), dtype=cp.uint32), scratch),
                 shared_mem=shared,
             )
             state[cp.asarray(chunk)] = g_state
