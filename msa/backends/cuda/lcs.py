@@ -76,9 +76,8 @@ class LcsStage(DeviceStage):
         lens, d_codes, d_seq_off = sequences_on_device(codes, offsets, ids)
         plan = _lcs_tiles(group_off, lens)
         src, grp_pos0 = _padded_runs(group_off[:-1], np.diff(group_off))
-        d_src = cp.asarray(src)
-        pos_len = cp.where(d_src >= 0, cp.asarray(lens)[cp.maximum(d_src, 0)], 0).astype(cp.int32)
-        pk, sec_off = _packed(module.get_function("lcs_pack"), d_codes, d_seq_off, d_src, pos_len, self.n_sm)
+        pos_len = np.where(src >= 0, lens[np.maximum(src, 0)], 0).astype(np.int32)
+        pk, sec_off = _packed(module.get_function("lcs_pack"), d_codes, d_seq_off, src, pos_len, self.n_sm)
         packed = (pk, sec_off, cp.asarray(grp_pos0))
         out = cp.empty(int(plan["out_off"][-1]), dtype=cp.float64)
         d = {k: cp.asarray(plan[k]) for k in ("group_off", "out_off", "row_group", "row_index", "tile_row", "tile_j0")}
@@ -293,30 +292,26 @@ def prim_msts(
     max_len = max(int(lens.max()), 1)
     words_max = -(-max_len // 64)
     shared = _shared_bytes(max_len)
-    seq_off = np.zeros(len(ids) + 1, dtype=np.int64)
-    np.cumsum(lens, out=seq_off[1:])
     group = np.repeat(np.arange(n_groups), sizes)
     local = np.arange(len(ids), dtype=np.int64) - group_off[group]
     order = np.lexsort((lens, group))  # by group, then length; ties by index
     order = order[local[order] != 0]  # each group's vertex 0 starts its tree
     remaining = sizes - 1
     done = np.zeros(n_groups, dtype=np.int64)
-    n_live = len(order)
     with cp.cuda.Device(device):
         module = kernels.load("lcs_prim", (("PRIM_THREADS", PRIM_THREADS),), device)
         steps, pack = module.get_function("prim_steps"), module.get_function("lcs_pack")
         steps.max_dynamic_shared_size_bytes = shared
         resident = _resident_blocks(steps, shared) * n_sm
-        d_codes = cp.asarray(codes[np.repeat(offsets[ids], lens) + _within(lens)])
-        d_seq_off = cp.asarray(seq_off)
+        _, d_codes, d_seq_off = sequences_on_device(codes, offsets, ids)
         d_pow = cp.asarray(pow075_table(2 * max_len + 1))
-        # the remaining vertices, each group's run contiguous and in length order
+        # the remaining vertices, each group's run contiguous and in length order (on the host:
+        # a launch's gathers and the compaction after it are NumPy, and the device sees uploads)
         pos = {
-            "seq": cp.asarray(order), "local": cp.asarray(local[order].astype(np.int32)),
-            "len": cp.asarray(lens[order].astype(np.int32)), "best": cp.full(len(order), np.inf),
-            "via": cp.zeros(len(order), dtype=cp.int32),
+            "seq": order, "local": local[order].astype(np.int32), "len": lens[order].astype(np.int32),
+            "best": np.full(len(order), np.inf), "via": np.zeros(len(order), dtype=np.int32),
         }
-        state = cp.zeros(n_groups, dtype=cp.int32)
+        state = np.zeros(n_groups, dtype=np.int32)
         edge_a = cp.empty(n_edges, dtype=cp.int32)
         edge_b = cp.empty(n_edges, dtype=cp.int32)
         edge_w = cp.empty(n_edges, dtype=cp.float64)
@@ -327,40 +322,36 @@ def prim_msts(
             end = done[chunk] + np.where(n_pos <= compact_min, n_pos, n_pos // PRIM_PHASE_DIV)
             run0 = np.cumsum(remaining) - remaining
             src, pos0 = _padded_runs(run0[chunk], n_pos)
-            d_src = cp.asarray(src)
-            valid = d_src >= 0
-            at = cp.maximum(d_src, 0)
-            l_seq = cp.where(valid, pos["seq"][at], -1)
-            l_len = cp.where(valid, pos["len"][at], 0).astype(cp.int32)
-            l_local = pos["local"][at]
-            l_best, l_via = pos["best"][at], pos["via"][at]
-            l_in_tree = (~valid).astype(cp.uint8)  # padding never joins
-            pk, sec_off = _packed(pack, d_codes, d_seq_off, l_seq, l_len, n_sm)
+            valid = src >= 0
+            at = np.maximum(src, 0)
+            l_len = np.where(valid, pos["len"][at], 0).astype(np.int32)
+            d_best, d_via = cp.asarray(pos["best"][at]), cp.asarray(pos["via"][at])
+            d_in_tree = cp.asarray((~valid).view(np.uint8))  # padding never joins
+            pk, sec_off = _packed(pack, d_codes, d_seq_off, np.where(valid, pos["seq"][at], -1), l_len, n_sm)
             alloc = np.minimum(1 + (resident - len(chunk)) * n_pos // n_pos.sum(), -(-n_pos // PRIM_THREADS))
             if len(chunk) == 1:  # whole SMs, which the snake gives equal work, finish a step together
                 alloc = np.minimum(-(-alloc // n_sm) * n_sm, resident)
             blk0 = np.concatenate(([0], np.cumsum(alloc))).astype(np.int32)
             blocks = int(blk0[-1])
-            g_state = state[cp.asarray(chunk)]
+            d_state = cp.asarray(state[chunk])
             steps(
                 (blocks,), (PRIM_THREADS,),
-                (pk, sec_off, l_local, l_len, d_codes, d_seq_off, d_pow, l_best, l_via, l_in_tree,
+                (pk, sec_off, cp.asarray(pos["local"][at]), cp.asarray(l_len), d_codes, d_seq_off, d_pow,
+                 d_best, d_via, d_in_tree,
                  cp.asarray(np.repeat(np.arange(len(chunk), dtype=np.int32), alloc)), cp.asarray(blk0),
                  cp.asarray(pos0), cp.asarray(n_pos.astype(np.int32)), cp.asarray(group_off[chunk]),
                  cp.asarray(done[chunk].astype(np.int32)), cp.asarray(end.astype(np.int32)),
-                 cp.asarray(group_off[chunk] - chunk), g_state, edge_a, edge_b, edge_w,
+                 cp.asarray(group_off[chunk] - chunk), d_state, edge_a, edge_b, edge_w,
                  cp.empty(PRIM_KEY_WORDS * blocks, dtype=cp.int64), cp.zeros(2 * len(chunk), dtype=cp.uint32), scratch),
                 shared_mem=shared,
             )
-            state[cp.asarray(chunk)] = g_state
+            state[chunk] = d_state.get()
             # back into the runs, then drop the vertices that joined
-            back = d_src[valid]
-            pos["best"][back], pos["via"][back] = l_best[valid], l_via[valid]
-            joined = cp.zeros(n_live, dtype=cp.bool_)
-            joined[back] = l_in_tree[valid].astype(cp.bool_)
-            keep = cp.flatnonzero(~joined)
+            back = src[valid]
+            pos["best"][back], pos["via"][back] = d_best.get()[valid], d_via.get()[valid]
+            keep = np.ones(len(pos["seq"]), dtype=bool)
+            keep[back] = d_in_tree.get()[valid] == 0
             pos = {k: v[keep] for k, v in pos.items()}
-            n_live = len(keep)
             remaining[chunk] -= end - done[chunk]
             done[chunk] = end
         return edge_a.get().astype(np.int64), edge_b.get().astype(np.int64), edge_w.get()
@@ -380,12 +371,6 @@ def _shared_bytes(max_len: int) -> int:
     return LCS_ROWS * max(-(-max_len // 64), 1) * 8
 
 
-def _within(lens: np.ndarray) -> np.ndarray:
-    """0..len-1 for each length, end to end."""
-    starts = np.cumsum(lens) - lens
-    return np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(starts, lens)
-
-
 def _resident_blocks(kernel, shared: int) -> int:
     """Blocks of ``kernel`` one SM holds at once: the persistent launch's barrier needs all resident."""
     func = getattr(kernel, "kernel", kernel)
@@ -395,15 +380,16 @@ def _resident_blocks(kernel, shared: int) -> int:
     return int(n)
 
 
-def _packed(pack, d_codes, d_seq_off, pos_seq: cp.ndarray, pos_len: cp.ndarray, n_sm: int):
-    """Residues of the positions (sequence -1: padding), 16 a uint4, in warp-interleaved sections
-    (see kernels/lcs_prim.cu)."""
+def _packed(pack, d_codes, d_seq_off, pos_seq: np.ndarray, pos_len: np.ndarray, n_sm: int):
+    """Residues of the positions (sequence -1: padding; a multiple of 32 of them), 16 a uint4, in
+    warp-interleaved sections (see kernels/lcs_prim.cu); the layout is worked out on the host."""
     n_pos = len(pos_seq)
-    sec_words = 128 * ((pos_len.reshape(-1, 32).max(axis=1).astype(cp.int64) + 15) // 16)
-    sec_off = cp.zeros(len(sec_words) + 1, dtype=cp.int64)
-    cp.cumsum(sec_words, out=sec_off[1:])
+    sec_words = 128 * ((pos_len.reshape(-1, 32).max(axis=1).astype(np.int64) + 15) // 16)
+    sec_off = np.zeros(len(sec_words) + 1, dtype=np.int64)
+    np.cumsum(sec_words, out=sec_off[1:])
     n_words = int(sec_off[-1])
     pk = cp.empty(max(n_words, 1), dtype=cp.uint32)
+    d_sec_off = cp.asarray(sec_off)
     blocks = max(1, min(-(-n_words // 256), 32 * n_sm))
-    pack((blocks,), (256,), (d_codes, d_seq_off, pos_seq, np.int64(n_pos), sec_off, np.int64(n_words), pk))
-    return pk, sec_off
+    pack((blocks,), (256,), (d_codes, d_seq_off, cp.asarray(pos_seq), np.int64(n_pos), d_sec_off, np.int64(n_words), pk))
+    return pk, d_sec_off
