@@ -218,7 +218,10 @@ def _client(
         with distributed.Client(scheduler) as client:
             yield client, params
         return
-    quiet_logs = dict(silence_logs=logging.ERROR, dashboard_address=None)
+    # No dashboard, and the scheduler's HTTP server on a free port (distributed's default, 8787,
+    # may be taken: it warns and moves). Workers log at ERROR when a heartbeat meets the
+    # scheduler closing at the end of the run; task failures reach the client as exceptions.
+    quiet_logs = dict(silence_logs=logging.CRITICAL, dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"})
     cuda = _local_cuda_workers(params.device, workers, gpus)
     if cuda:
         from dask_cuda import LocalCUDACluster
