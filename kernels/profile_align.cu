@@ -913,7 +913,7 @@ __device__ __forceinline__ void gap_counts(const int* c, long long w, long long 
 extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
     const long long* __restrict__ info, const int* __restrict__ counts,
     const unsigned char* __restrict__ paths, const long long* __restrict__ lengths,
-    const long long* __restrict__ parent_off, long long* maps, int* parents) {
+    const long long* __restrict__ parent_off, int* maps, int* parents) {
     __shared__ int warp_sum[BP_THREADS / 32];
     __shared__ long long base[2];
     const long long q = blockIdx.x;
@@ -954,8 +954,8 @@ extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
                 const long long ts2 = prev == S_V ? c2[j * NCNT + C_TGO] : 0;
                 for (int f = 0; f < NCNT; ++f)
                     v[f] = column_field(c1 + i * NCNT, f, s1, ts1) + column_field(c2 + j * NCNT, f, s2, ts2);
-                maps[off1 + i] = p;
-                maps[off2 + j] = p;
+                maps[off1 + i] = (int)p;
+                maps[off2 + j] = (int)p;
             } else {
                 const bool h = state == S_H;
                 const int* ck = h ? c2 : c1;           // the profile whose column is kept
@@ -968,7 +968,7 @@ extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
                 else gap_counts(c2, w2, n2, j, prev == S_V, o, e, to, te);
                 for (int f = 0; f < NCNT; ++f) v[f] = column_field(ck + ik * NCNT, f, sk, tsk);
                 v[C_GO] += o; v[C_GE] += e; v[C_TGO] += to; v[C_TGE] += te;
-                maps[(h ? off2 : off1) + ik] = p;
+                maps[(h ? off2 : off1) + ik] = (int)p;
             }
             for (int f = 0; f < NCNT; ++f) out[p * NCNT + f] = (int)v[f];
         }
@@ -985,7 +985,7 @@ extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
 // how many of the profile's parent columns are left of the residue's (a lower bound over the
 // w sorted columns), hit[r] = whether one of them is the residue's own.
 extern "C" __global__ void __launch_bounds__(256) residue_slots(
-    const long long* __restrict__ maps, const long long* __restrict__ col_off, const long long* __restrict__ res_off,
+    const int* __restrict__ maps, const long long* __restrict__ col_off, const long long* __restrict__ res_off,
     long long n_merges, long long n_res, long long w, long long* __restrict__ slot, unsigned char* __restrict__ hit) {
     const long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (r >= n_res) return;
@@ -996,7 +996,7 @@ extern "C" __global__ void __launch_bounds__(256) residue_slots(
     }
     const long long k = lo;
     const long long c = maps[col_off[2 * k + 1] + (r - res_off[k])];
-    const long long* p = maps + col_off[2 * k];
+    const int* p = maps + col_off[2 * k];
     long long a = 0, b = w;  // first profile column whose parent column is >= c
     while (a < b) {
         const long long mid = (a + b) >> 1;

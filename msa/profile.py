@@ -57,7 +57,7 @@ class AlignResult:
     ``counts[col_offsets[k]:col_offsets[k+1]]``.
     """
 
-    maps: np.ndarray  # int64 (total input columns,), in the backend's array module (``Backend.xp``)
+    maps: np.ndarray  # integer (total input columns,): int64 on the CPU, int32 on the GPU; in ``Backend.xp``
     counts: np.ndarray  # int32 (total parent columns, N_COUNTS), likewise
     col_offsets: np.ndarray  # int64 (n_merges + 1,)
 

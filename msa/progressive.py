@@ -184,7 +184,7 @@ def _align_forest(forest: _Forest, matrix: np.ndarray, backend) -> tuple[np.ndar
                 result = backend.profile_align(batch)
                 del batch  # the gathered tables go before the parents are kept
                 pool.add_level(nodes, result.counts, result.col_offsets)
-                batch_maps.append(result.maps.astype(xp.int32))
+                batch_maps.append(result.maps.astype(xp.int32, copy=False))  # the GPU's are int32 already
                 done.append(nodes)
                 advance(len(nodes))
     columns = _place_columns(backend, forest, done, batch_maps, pool)
@@ -297,7 +297,7 @@ def _root_columns(xp, pool: _ProfilePool, roots: np.ndarray, final, n_cols: int)
     ``roots`` in that level set to 0..width-1 each."""
     start, widths = pool.start[roots], pool.widths[roots]
     if final is None and len(roots) == 1 and widths[0] == n_cols:  # a level of one root: one family's last
-        return xp.arange(n_cols, dtype=xp.int64)
+        return xp.asarray(np.arange(n_cols, dtype=np.int64))  # uploaded: no kernel compiled for it
     if final is None:
         final = xp.empty(n_cols, dtype=xp.int64)
     at = np.repeat(start - _offsets(widths)[:-1], widths) + np.arange(int(widths.sum()))

@@ -98,7 +98,7 @@ class AlignStage(DeviceStage):
         lengths: list[np.ndarray] = []
         cost = self._align_cost(np.diff(off))
         with cp.cuda.Device(self.device):
-            maps = cp.empty(int(off[-1]), dtype=cp.int64)
+            maps = cp.empty(int(off[-1]), dtype=cp.int32)
             matrix = np.ascontiguousarray(np.ravel(batch.matrix), dtype=np.int64)
             gap_rows = batch.gap_rows()  # each merge's own gap costs (families of different sizes)
 
@@ -118,7 +118,7 @@ class AlignStage(DeviceStage):
                     piece_maps, piece_parents, piece_lengths = self._align_piece(
                         batch, lo, hi, matrix, gap_rows, False
                     )
-                maps[a:b] = piece_maps
+                maps[a:b].data.copy_from_device_async(piece_maps.data, piece_maps.nbytes)  # a copy, not a CuPy kernel
                 parents.append(piece_parents)
                 lengths.append(piece_lengths)
 
@@ -148,7 +148,7 @@ class AlignStage(DeviceStage):
                 meta = cp.asarray(np.concatenate((col_offsets, res_off)))
                 self._residue_slots(
                     (-(-n_res // 256),), (256,),
-                    (cp.ascontiguousarray(maps, dtype=cp.int64), meta, meta[len(col_offsets):], np.int64(n_merges),
+                    (cp.ascontiguousarray(maps, dtype=cp.int32), meta, meta[len(col_offsets):], np.int64(n_merges),
                      np.int64(n_res), np.int64(width), slot, hit),
                 )
             return slot[:n_res].get(), hit[:n_res].get().astype(bool)
@@ -240,7 +240,7 @@ class AlignStage(DeviceStage):
         parent_off = cp.zeros(n + 1, dtype=cp.int64)
         cp.cumsum(lengths, out=parent_off[1:])
         parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32)  # a parent is at most as wide as its two children
-        maps = cp.empty(n_cols, dtype=cp.int64)
+        maps = cp.empty(n_cols, dtype=cp.int32)
         self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, parents))
         widths = lengths.get()
         return maps, parents[: int(widths.sum())], widths
