@@ -3,7 +3,7 @@
 //
 // Work unit: a tile = one row sequence a (position i of its group) against up to
 // blockDim.x of the later members j > i, one thread per pair. The block builds a's
-// match masks (20 standard residues x W 64-bit words) in shared memory; each thread
+// match masks (20 standard residues x W 64-bit words; lcs_core.cuh's planes for packed rows) in shared memory; each thread
 // runs Hyyro's bit-parallel LCS over its column sequence b with the bit vector V in
 // registers (W a template constant; words of a above ceil(la/64) have zero masks and
 // only carry into higher words, so a larger W gives the same LCS). Rows longer than

@@ -24,7 +24,7 @@
 #include "lcs_core.cuh"
 
 
-// The same for any W, V in v[w * stride] (global scratch).
+// lcs_packed's LCS for any W, V in v[w * stride] (global scratch).
 __device__ __forceinline__ long long prim_lcs_scratch(const unsigned* planes, long long words,
                                                       const uint4* __restrict__ pk4, int nq, long long la,
                                                       u64* v, long long stride) {
