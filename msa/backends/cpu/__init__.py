@@ -17,6 +17,7 @@ from msa.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 from msa.seqdb import _ranges
+from msa.seqops import take_ranges
 
 
 @njit(cache=True, nogil=True)
@@ -52,10 +53,10 @@ class CpuBackend:
         lengths = col_offsets[2::2] - col_offsets[1:-1:2]
         m = len(lengths)
         stride = width + int(lengths.max(initial=0)) + 1
-        prof_at = (col_offsets[0:-1:2][:, None] + np.arange(width, dtype=np.int64)[None, :]).reshape(-1)
-        prof = (maps[prof_at].reshape(m, width) + (np.arange(m, dtype=np.int64) * stride)[:, None]).reshape(-1)
+        prof = take_ranges(maps, col_offsets[0:-1:2], np.full(m, width, dtype=np.int64)).astype(np.int64)
+        prof += np.repeat(np.arange(m, dtype=np.int64) * stride, width)
         merge = np.repeat(np.arange(m, dtype=np.int64), lengths)
-        res = maps[_ranges(col_offsets[1:-1:2], lengths)] + merge * stride
+        res = take_ranges(maps, col_offsets[1:-1:2], lengths).astype(np.int64) + merge * stride
         at = np.searchsorted(prof, res)
         hit = prof[np.minimum(at, max(len(prof) - 1, 0))] == res if len(prof) else np.zeros(len(res), dtype=bool)
         return at - merge * width, hit
