@@ -237,12 +237,12 @@ class AlignStage(DeviceStage):
             ((n + TB_WARPS - 1) // TB_WARPS,), (32 * TB_WARPS,), (d_info, np.int64(n), dirs, final3, paths, lengths)
         )
         del dirs
-        parent_off = cp.zeros(n + 1, dtype=cp.int64)
-        cp.cumsum(lengths, out=parent_off[1:])
+        widths = lengths.get()
+        # the parents' offsets from the host: cp.cumsum(out=...) copies its result with a CuPy kernel
+        parent_off = cp.asarray(np.concatenate(([0], np.cumsum(widths))).astype(np.int64))
         parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32)  # a parent is at most as wide as its two children
         maps = cp.empty(n_cols, dtype=cp.int32)
         self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, parents))
-        widths = lengths.get()
         return maps, parents[: int(widths.sum())], widths
 
 
