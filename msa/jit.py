@@ -55,15 +55,59 @@ def njit(**options: Any) -> Callable[[Callable], Any]:
 
 
 def _enable_caching(dispatcher: Any) -> None:
-    folder = _shipped_folder(dispatcher.py_func)
+    """What ``Dispatcher.enable_caching`` does (it sets ``_cache`` only), made lazily."""
+    dispatcher._cache = _LazyCache(dispatcher.py_func)
+
+
+class _LazyCache:
+    """A function's cache, made when the function is first compiled or loaded.
+
+    Making one tests its folder by writing a temporary file there (Numba's
+    ``ensure_cache_path``): 5-7 ms a function on the device machines' file
+    system, 0.5 s for msa's 70 functions at import, where a run calls a handful.
+    """
+
+    def __init__(self, py_func: Callable) -> None:
+        self._py_func = py_func
+        self._cache: Any = None
+
+    def _made(self) -> Any:
+        if self._cache is None:
+            self._cache = _make_cache(self._py_func)
+        return self._cache
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._made(), name)
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        """Numba's ``load_overload`` without its refresh of every typing and lowering registry
+        first (0.3-0.5 s, paid by the first cached function of a run). A cached entry is
+        linked machine code: it needs Numba's runtime (``rtsys``), which is initialised here,
+        and none of the registries; compiling a miss refreshes them itself."""
+        cache = self._made()
+        try:
+            from numba.core.runtime import rtsys
+
+            guard, load = cache._guard_against_spurious_io_errors, cache._load_overload
+        except (ImportError, AttributeError):  # Numba's internals changed: its own way
+            return cache.load_overload(sig, target_context)
+        rtsys.initialize(target_context)
+        with guard():
+            return load(sig, target_context)
+
+
+def _make_cache(py_func: Callable) -> Any:
+    """The shipped-first cache, or Numba's own where nothing is shipped."""
+    folder = _shipped_folder(py_func)
     if folder is not None:
         try:
-            dispatcher._cache = _cache_class()(dispatcher.py_func, folder, build=_build_dir() is not None)
-            return
+            return _cache_class()(py_func, folder, build=_build_dir() is not None)
         except Exception:  # Numba's internals changed: behave as numba.njit(cache=True)
             if _build_dir() is not None:
                 raise
-    dispatcher.enable_caching()
+    from numba.core.caching import FunctionCache
+
+    return FunctionCache(py_func)
 
 
 def _build_dir() -> Path | None:

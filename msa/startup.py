@@ -123,9 +123,22 @@ def _load_numba_registries(block: _BlasProbeBlock) -> None:
     from msa.backends.cpu import load_numba_registries
 
     try:
+        _skip_numba_extensions()
         load_numba_registries()
     finally:
         block.release()
+
+
+def _skip_numba_extensions() -> None:
+    """Numba's first compiled call looks for extension packages by reading the entry points of
+    every installed distribution (0.2-0.5 s in the device machines' 200-package environment, on
+    the thread the main one waits for). msa's compiled functions use no extension, so in msa's
+    own processes (the CLI) the search is marked done before it starts; a library user's process
+    is left as it is."""
+    from numba.core import entrypoints
+
+    if getattr(entrypoints, "_already_initialized", None) is False:
+        entrypoints._already_initialized = True
 
 
 #: The module Numba's array-math registry imports to see whether SciPy's BLAS is there.
