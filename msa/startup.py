@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 
-from msa.backends import Backend, prepare_backend
+from msa.backends import Backend, prepare_backend, start_cuda
 from msa.params import MST_TREE_MAX
 
 #: Under ``--device auto`` a single input file of at most this many bytes (compressed: times
@@ -39,16 +39,16 @@ class BackendStart:
     """``get_backend`` on background threads, begun before the input is read.
 
     Importing CuPy and Numba, creating the CUDA context and loading the kernels
-    (~0.7 s on an H200 machine), and Numba's typing registries (~0.4 s, loaded
-    by the first compiled function of any run) need nothing from the input.
-    Begun first, they run while the main thread reads and de-duplicates it,
-    NumPy work that mostly releases the GIL. Once the imports are done, the
-    registries load on a second thread while the first makes the CUDA context
-    (C calls), so the two overlap too, and no two threads import the same
-    modules at once. ``backend()`` waits for the backend only and raises what
-    its start raised (no GPU for ``--device cuda``) in the caller's thread;
-    leaving the ``with`` block waits for both threads, so no error path exits
-    the process while a CUDA context is half made.
+    need nothing from the input. Begun first, they run while the main thread
+    reads and de-duplicates it, NumPy work that mostly releases the GIL. Two
+    threads: one imports the pipeline (Numba) and loads its first compiled
+    function; the other imports CuPy and makes the CUDA context (C calls that
+    run beside the Numba import), then, once the pipeline is imported, makes
+    the backend. So no two threads import the same modules at once.
+    ``backend()`` waits for the backend only and raises what its start raised
+    (no GPU for ``--device cuda``) in the caller's thread; leaving the ``with``
+    block waits for both threads, so no error path exits the process while a
+    CUDA context is half made.
     """
 
     def __init__(self, device: str, memory_cap: int | None = None, small: bool = False) -> None:
@@ -65,10 +65,12 @@ class BackendStart:
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._blas_block = _BlasProbeBlock()
+        self._imported = threading.Event()
         self._registries = threading.Thread(
-            target=_load_numba_registries, args=(self._blas_block,), name="msa-numba-start", daemon=True
+            target=_load_numba, args=(self._blas_block, self._imported), name="msa-numba-start", daemon=True
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
+        self._registries.start()
         self._thread.start()
 
     def sequences(self, n: int) -> None:
@@ -88,16 +90,15 @@ class BackendStart:
 
     def _join(self) -> None:
         self._thread.join()
-        if self._registries.is_alive():
-            self._registries.join()
+        self._registries.join()
         self._blas_block.release()
 
     def _run(self) -> None:
         try:
+            if self._device != "cpu":
+                start_cuda()
+            self._imported.wait()
             make, note = prepare_backend(self._device, self._memory_cap)
-            import msa.pipeline  # noqa: F401  (and the tree and progressive modules)
-
-            self._registries.start()
             self._result = make(), note
         except BaseException as exc:  # re-raised by backend(), in the main thread
             self._error = exc
@@ -118,13 +119,21 @@ class BackendStart:
         return backend
 
 
-def _load_numba_registries(block: _BlasProbeBlock) -> None:
-    """Numba's registries, imported on the thread (importing Numba alone takes ~0.5 s)."""
-    from msa.backends.cpu import load_numba_registries
-
+def _load_numba(block: _BlasProbeBlock, imported: threading.Event) -> None:
+    """The pipeline's modules (Numba: 0.2-0.3 s), then the first compiled function (Numba's
+    runtime and threads); ``imported`` is set once the imports are done. Errors end the
+    thread quietly: the backend's start imports the same modules and the main thread calls
+    the same functions, and each reports what failed there."""
     try:
+        try:
+            import msa.pipeline  # noqa: F401  (the tree, progressive and CPU backend modules)
+            from msa.backends.cpu import load_numba_registries
+        finally:
+            imported.set()
         _skip_numba_extensions()
         load_numba_registries()
+    except BaseException:
+        pass
     finally:
         block.release()
 

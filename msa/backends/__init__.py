@@ -182,6 +182,19 @@ def prepare_backend(device: str, memory_cap: int | None = None) -> tuple[Callabl
     return CpuBackend, note
 
 
+def start_cuda(device: int = 0) -> None:
+    """Import CuPy and make ``device``'s CUDA context, if there is a GPU: driver calls
+    (0.3-0.4 s) that msa.startup runs beside the Numba import. Errors are left for
+    :func:`prepare_backend` to report."""
+    try:
+        import cupy
+
+        if cupy.is_available():
+            cupy.cuda.runtime.free(0)  # cudaFree(NULL): makes the primary context
+    except Exception:
+        pass
+
+
 def _cuda_unavailable_reason() -> str | None:
     try:
         import cupy

@@ -100,19 +100,32 @@ def test_a_small_input_aligns_as_on_the_cpu(tmp_path: Path) -> None:
 
 
 def test_the_cli_start_skips_numbas_blas_probe() -> None:
-    """A CLI run loads Numba's registries without importing SciPy's linalg (msa uses no BLAS),
-    and leaves the probe's module importable afterwards."""
+    """A CLI start's first compiled function, loaded from a cache or compiled, does not import
+    SciPy's linalg (Numba's BLAS probe; msa uses no BLAS), and leaves the probe's module
+    importable afterwards."""
     out = _printed(
-        "import sys, numpy as np\n"
+        "import sys\n"
         "from msa.startup import BLAS_PROBE, BackendStart\n"
         "with BackendStart('cpu') as start:\n"
         "    start.backend(quiet=True)\n"
         "    start._registries.join()\n"
-        "from msa.seqops import take_ranges\n"
-        "take_ranges(np.arange(4), np.array([1]), np.array([2]))\n"
         "print('scipy.linalg' in sys.modules, sys.modules.get(BLAS_PROBE, 0) is None)\n"
     )
     assert out.split() == ["False", "False"]
+
+
+def test_cached_functions_load_without_numbas_registries() -> None:
+    """A function found in a cache is loaded without Numba's typing and lowering registries
+    (msa.jit: 0.3-0.5 s of a run's start), and runs; a second process finds what the first
+    cached, whether it loaded or compiled it."""
+    code = (
+        "import sys, numpy as np\n"
+        "from msa.seqops import take_ranges\n"
+        "print(take_ranges(np.arange(6), np.array([1, 4]), np.array([2, 1])).tolist(), "
+        "'numba.np.arraymath' in sys.modules)\n"
+    )
+    _printed(code)
+    assert _printed(code).split() == ["[1,", "2,", "4]", "False"]
 
 
 def test_add_and_merge_options_leave_numba_to_the_backend_start() -> None:
