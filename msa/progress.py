@@ -144,6 +144,13 @@ class Progress:
         else:
             self.console.print(f"msa: {message}", markup=False, soft_wrap=True)
 
+    def error(self, message: str) -> None:
+        """One ``msa: error:`` line on stderr, also when quiet; above the bars while they are drawn."""
+        if self._live is not None:
+            self.console.print(f"msa: error: {message}", markup=False, soft_wrap=True)
+        else:
+            print(f"msa: error: {message}", file=sys.stderr, flush=True)
+
 
 #: Environment variables with which Rich treats any stream as a terminal.
 _FORCE_TERMINAL = ("FORCE_COLOR", "TTY_INTERACTIVE", "TTY_COMPATIBLE")
@@ -157,13 +164,6 @@ def _may_be_terminal() -> bool:
     except (AttributeError, ValueError):
         tty = False
     return tty or any(os.environ.get(k) for k in _FORCE_TERMINAL)
-
-    def error(self, message: str) -> None:
-        """One ``msa: error:`` line on stderr, also when quiet; above the bars while they are drawn."""
-        if self._live is not None:
-            self.console.print(f"msa: error: {message}", markup=False, soft_wrap=True)
-        else:
-            print(f"msa: error: {message}", file=sys.stderr, flush=True)
 
 
 def _ignore(steps: int = 1, description: str | None = None) -> None:

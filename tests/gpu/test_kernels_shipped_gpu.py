@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -95,13 +94,13 @@ def test_fatbin_and_nvrtc_modules_have_the_same_kernels(name: str, defines) -> N
               f"local bytes {a['local_size_bytes']} / {b['local_size_bytes']}")
 
 
-def _align(tmp_path: Path, tag: str, **env: str) -> tuple[bytes, Path]:
+def _run(tmp_path: Path, tag: str, argv: list[str], **env: str) -> Path:
+    """``msa ARGV --device cuda`` with an empty CuPy cache of its own; the cache folder."""
     cache = tmp_path / f"cache-{tag}"
-    out = tmp_path / f"{tag}.fa"
-    cmd = [sys.executable, "-m", "msa", "align", str(EXAMPLE), "-o", str(out), "--device", "cuda"]
+    cmd = [sys.executable, "-m", "msa", *argv, "--device", "cuda", "-q"]
     done = subprocess.run(cmd, env=_env(cache, **env), capture_output=True, text=True, timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stderr
-    return out.read_bytes(), cache
+    return cache
 
 
 def _ours(sources) -> list[str]:
@@ -110,14 +109,36 @@ def _ours(sources) -> list[str]:
     return [p.name for p in sources if any(m in p.read_text(errors="replace") for m in marks)]
 
 
+def _compiled(cache: Path) -> list[Path]:
+    return sorted(cache.rglob("*.cu")) if cache.exists() else []
+
+
 def test_example_is_the_same_from_fatbins_and_from_nvrtc(tmp_path: Path) -> None:
     """The CLI on the bundled example, empty CuPy caches: identical bytes; with the fatbins, none
-    of msa's kernels reaches NVRTC (what CuPy compiles for its own array operations is reported)."""
-    shipped, cache = _align(tmp_path, "fatbin")
-    nvrtc, nvrtc_cache = _align(tmp_path, "nvrtc", MSA_KERNELS="nvrtc")
-    assert shipped == nvrtc
-    sources = sorted(cache.rglob("*.cu")) if cache.exists() else []
-    assert _ours(sources) == [], f"msa kernels compiled by NVRTC despite the fatbins: {_ours(sources)}"
-    assert _ours(nvrtc_cache.rglob("*.cu")), "MSA_KERNELS=nvrtc compiled none of msa's kernels"
-    warnings.warn(f"first run of the example compiled {len(sources)} CuPy-internal kernels with NVRTC "
-                  f"(elementwise/reduction ops; msa's own: 0)", stacklevel=1)
+    of msa's kernels reaches NVRTC, and neither does any CuPy operation (issue 10: nothing
+    compiled on a first run)."""
+    shipped, nvrtc = tmp_path / "fatbin.fa", tmp_path / "nvrtc.fa"
+    cache = _run(tmp_path, "fatbin", ["align", str(EXAMPLE), "-o", str(shipped)])
+    nvrtc_cache = _run(tmp_path, "nvrtc", ["align", str(EXAMPLE), "-o", str(nvrtc)], MSA_KERNELS="nvrtc")
+    assert shipped.read_bytes() == nvrtc.read_bytes()
+    assert _ours(_compiled(nvrtc_cache)), "MSA_KERNELS=nvrtc compiled none of msa's kernels"
+    assert _compiled(cache) == [], f"compiled with NVRTC on a first run: {[p.name for p in _compiled(cache)]}"
+
+
+def test_default_gpu_paths_compile_no_cupy_kernel(tmp_path: Path) -> None:
+    """PartTree, msa add and msa merge on the GPU, each with an empty CuPy cache: nothing goes
+    to NVRTC (the 6-mer tables of --distance kmer / --parttree-split picks still do)."""
+    old, new = tmp_path / "old.fa", tmp_path / "new.fa"
+    records = EXAMPLE.read_text().split(">")[1:]
+    old.write_text("".join(">" + r for r in records[:60]))
+    new.write_text("".join(">" + r for r in records[60:]))
+    aligned, added = tmp_path / "old.aln.fa", tmp_path / "added.fa"
+    subprocess.run([sys.executable, "-m", "msa", "align", str(old), "-o", str(aligned), "--device", "cpu", "-q"],
+                   check=True, cwd=REPO)
+    runs = {
+        "parttree": ["align", str(EXAMPLE), "-o", str(tmp_path / "p.fa"), "--tree", "parttree"],
+        "add": ["add", str(aligned), str(new), "-o", str(added)],
+        "merge": ["merge", str(aligned), str(added), "-o", str(tmp_path / "m.fa")],
+    }
+    compiled = {tag: [p.name for p in _compiled(_run(tmp_path, tag, argv))] for tag, argv in runs.items()}
+    assert compiled == {tag: [] for tag in runs}
