@@ -37,6 +37,100 @@
 #define NR_THREADS 1024  // threads (members) per nearest_reference block
 #endif
 
+// ---- Building the struct arrays (msa.distances.kmers layout; CPU oracle: build_kmer_tables) ----
+// A piece of sequences at a time; residue offsets are the piece's own (offsets[0] = 0).
+// CuPy's sort (thrust, built with CuPy) orders the keys between window_keys and count_runs,
+// and the host lays out the sections (section_layout); nothing here needs NVRTC's CuPy ops.
+
+#define KEY_NONE 0x7fffffffffffffffLL  // no window here: sorts after every key
+
+// One thread per residue i. Where i's group is < 6: the 6-mer of i and the next 5 residues of
+// its sequence whose group is < 6 (group-6 letters are skipped, as if removed), as the key
+// (sequence in the piece) << 16 | code, and one window counted for the sequence; KEY_NONE
+// where i is dropped or fewer than 5 kept residues follow it in its sequence.
+extern "C" __global__ void window_keys(const unsigned char* __restrict__ codes, long long n_res,
+                                       const long long* __restrict__ offsets, long long n_seq,
+                                       const unsigned char* __restrict__ groups,
+                                       long long* __restrict__ keys,
+                                       unsigned long long* __restrict__ windows) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_res) return;
+    long long lo = 0, hi = n_seq;  // the sequence s with offsets[s] <= i < offsets[s + 1]
+    while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if (offsets[mid + 1] <= i) lo = mid + 1;
+        else hi = mid;
+    }
+    long long key = KEY_NONE;
+    unsigned g = groups[codes[i]];
+    if (g < 6) {
+        unsigned code = g;
+        int kept = 1;
+        const long long end = offsets[lo + 1];
+        for (long long j = i + 1; kept < 6 && j < end; ++j) {
+            g = groups[codes[j]];
+            if (g < 6) {
+                code = code * 6 + g;
+                ++kept;
+            }
+        }
+        if (kept == 6) {
+            key = (lo << 16) | code;
+            atomicAdd(&windows[lo], 1ull);
+        }
+    }
+    keys[i] = key;
+}
+
+// One thread per sequence s of the piece: its sorted keys are keys[wstart[s] .. + windows[s]).
+// Without out_code: the number of distinct codes (runs) to n_distinct[s]. With it: the runs,
+// (code, count saturated at 65535), to out_code/out_count[run_off[s] ..).
+extern "C" __global__ void sequence_runs(const long long* __restrict__ keys, const long long* __restrict__ wstart,
+                                         const long long* __restrict__ windows, long long n_seq,
+                                         int* __restrict__ n_distinct, const long long* __restrict__ run_off,
+                                         unsigned short* __restrict__ out_code,
+                                         unsigned short* __restrict__ out_count) {
+    const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= n_seq) return;
+    const long long a = wstart[s], b = a + windows[s];
+    long long prev = -1, run = 0, r = out_code ? run_off[s] : 0;
+    int nd = 0;
+    for (long long k = a; k < b; ++k) {
+        const long long code = keys[k] & 0xffff;
+        if (code != prev) {
+            if (out_code && run) {
+                out_code[r] = (unsigned short)prev;
+                out_count[r++] = (unsigned short)(run < 0xffff ? run : 0xffff);
+            }
+            prev = code;
+            run = 0;
+            ++nd;
+        }
+        ++run;
+    }
+    if (out_code && run) {
+        out_code[r] = (unsigned short)prev;
+        out_count[r] = (unsigned short)(run < 0xffff ? run : 0xffff);
+    }
+    if (!out_code) n_distinct[s] = nd;
+}
+
+// One thread per sequence of a piece: its runs (from sequence_runs) to the struct arrays,
+// entry e at start[s] + 32 e. The arrays come filled with padding (code 0xffff, count 0).
+extern "C" __global__ void scatter_runs(const unsigned short* __restrict__ run_code,
+                                        const unsigned short* __restrict__ run_count,
+                                        const long long* __restrict__ run_off, const long long* __restrict__ start,
+                                        long long n_seq, unsigned short* __restrict__ kcodes,
+                                        unsigned short* __restrict__ kcounts) {
+    const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= n_seq) return;
+    const long long a = run_off[s], nd = run_off[s + 1] - a, dst = start[s];
+    for (long long e = 0; e < nd; ++e) {
+        kcodes[dst + (long long)KMER_SECTION * e] = run_code[a + e];
+        kcounts[dst + (long long)KMER_SECTION * e] = run_count[a + e];
+    }
+}
+
 // Gather the runs of pos_seq[p] (or nothing where -1) into the packed layout.
 extern "C" __global__ void repack(const long long* __restrict__ pos_seq, long long n_pos,
                                   const long long* __restrict__ sec_off,

@@ -107,3 +107,25 @@ class KmerTables:
         """Sequence i's (codes, counts), for tests and debugging."""
         index = self.start[i] + SECTION * np.arange(self.n_distinct[i])
         return self.kcodes[index], self.kcounts[index]
+
+
+def section_layout(n_distinct: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(slot, start, section_off)`` of sequences with these run counts (the layout above),
+    for both backends' builds.
+
+    Example:
+        >>> slot, start, section_off = section_layout(np.array([3, 1, 2], dtype=np.int32))
+        >>> slot.tolist(), start.tolist(), section_off.tolist()
+        ([2, 0, 1], [2, 0, 1], [0, 96])
+    """
+    n = len(n_distinct)
+    order = np.argsort(n_distinct, kind="stable")
+    slot = np.empty(n, dtype=np.int64)
+    slot[order] = np.arange(n)
+    n_sections = -(-n // SECTION)
+    last_of_section = np.minimum(np.arange(n_sections) * SECTION + SECTION - 1, n - 1)
+    width = n_distinct[order[last_of_section]].astype(np.int64)
+    section_off = np.zeros(n_sections + 1, dtype=np.int64)
+    np.cumsum(SECTION * width, out=section_off[1:])
+    start = section_off[slot // SECTION] + slot % SECTION
+    return slot, start, section_off

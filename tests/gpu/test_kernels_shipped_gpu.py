@@ -125,9 +125,9 @@ def test_example_is_the_same_from_fatbins_and_from_nvrtc(tmp_path: Path) -> None
     assert _compiled(cache) == [], f"compiled with NVRTC on a first run: {[p.name for p in _compiled(cache)]}"
 
 
-def test_default_gpu_paths_compile_no_cupy_kernel(tmp_path: Path) -> None:
-    """PartTree, msa add and msa merge on the GPU, each with an empty CuPy cache: nothing goes
-    to NVRTC (the 6-mer tables of --distance kmer / --parttree-split picks still do)."""
+def test_gpu_paths_compile_no_cupy_kernel(tmp_path: Path) -> None:
+    """PartTree (sampled and MAFFT-style picks over 6-mer tables), 6-mer exact trees, msa add
+    and msa merge on the GPU, each with an empty CuPy cache: nothing goes to NVRTC."""
     old, new = tmp_path / "old.fa", tmp_path / "new.fa"
     records = EXAMPLE.read_text().split(">")[1:]
     old.write_text("".join(">" + r for r in records[:60]))
@@ -137,6 +137,9 @@ def test_default_gpu_paths_compile_no_cupy_kernel(tmp_path: Path) -> None:
                    check=True, cwd=REPO)
     runs = {
         "parttree": ["align", str(EXAMPLE), "-o", str(tmp_path / "p.fa"), "--tree", "parttree"],
+        "picks": ["align", str(EXAMPLE), "-o", str(tmp_path / "k.fa"), "--tree", "parttree",
+                  "--parttree-split", "picks", "--exact-tree-max", "16"],
+        "kmer": ["align", str(EXAMPLE), "-o", str(tmp_path / "d.fa"), "--distance", "kmer"],
         "add": ["add", str(aligned), str(new), "-o", str(added)],
         "merge": ["merge", str(aligned), str(added), "-o", str(tmp_path / "m.fa")],
     }

@@ -225,13 +225,11 @@ def _record(monkeypatch, owner, name: str, size_of, fail_first: int = 0) -> list
 def _split_calls_equal_cpu(monkeypatch, backend, fail_first: int) -> dict[str, list[int]]:
     """Tables, nearest references and matrices of the "mixed" shape through ``backend``,
     checked equal to the CPU; returns the units of every piece each one ran."""
-    from msa.backends.cuda import kmers as cuda_kmers
-
     res, off = SHAPES["mixed"]()
     codes = encode(res)
     n = len(off) - 1
     pieces = {
-        "tables": _record(monkeypatch, cuda_kmers, "_sorted_runs", lambda a: len(a[1]) - 1, fail_first),
+        "tables": _record(monkeypatch, backend, "_piece_runs", lambda a: a[3] - a[2], fail_first),
         "nearest": _record(monkeypatch, backend, "_nearest_piece", lambda a: len(a[3]), fail_first),
         "matrix": _record(monkeypatch, backend, "_matrix_piece", lambda a: len(a[2]) - 1, fail_first),
     }

@@ -13,7 +13,7 @@ from numba import prange
 
 from msa.distances.condensed import condensed_row, condensed_rows
 from msa.distances.kmers import (
-    EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerAlphabet, KmerTables,
+    EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerAlphabet, KmerTables, section_layout,
 )
 from msa.jit import njit
 
@@ -43,16 +43,7 @@ def build_kmer_tables(codes: np.ndarray, offsets: np.ndarray, alphabet: KmerAlph
     np.cumsum(windows_per_seq, out=win_off[1:])
     windows, n_distinct = sorted_windows(codes, offsets, alphabet.groups, win_off, numba.get_num_threads())
 
-    order = np.argsort(n_distinct, kind="stable")
-    slot = np.empty(n, dtype=np.int64)
-    slot[order] = np.arange(n)
-    n_sections = -(-n // SECTION)
-    last_of_section = np.minimum(np.arange(n_sections) * SECTION + SECTION - 1, n - 1)
-    width = n_distinct[order[last_of_section]].astype(np.int64)
-    section_off = np.zeros(n_sections + 1, dtype=np.int64)
-    np.cumsum(SECTION * width, out=section_off[1:])
-    start = section_off[slot // SECTION] + slot % SECTION
-
+    slot, start, section_off = section_layout(n_distinct)
     kcodes = np.full(section_off[-1], PAD_CODE, dtype=np.uint16)
     kcounts = np.zeros(section_off[-1], dtype=np.uint16)
     interleave_runs(windows, win_off, start, kcodes, kcounts)

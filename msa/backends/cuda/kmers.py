@@ -13,7 +13,7 @@ from msa import kernels
 from msa.backends.cpu.kmers import build_kmer_tables
 from msa.backends.cuda.memory import DeviceStage, condensed_layout, run_in_pieces
 from msa.distances.condensed import condensed_rows
-from msa.distances.kmers import MAX_COUNT, MAX_KMER_DIST, N_KMERS, PAD_CODE, SECTION, KmerAlphabet, KmerTables
+from msa.distances.kmers import MAX_KMER_DIST, N_KMERS, SECTION, KmerAlphabet, KmerTables, section_layout
 
 #: Members (threads) per nearest_reference block; one block fills an SM's shared memory.
 NEAREST_THREADS = 1024
@@ -40,7 +40,7 @@ class DeviceKmerTables(KmerTables):
         self.slot, self.start, self.section_off = slot, start, section_off
         self.d_kcodes, self.d_kcounts = d_kcodes, d_kcounts
         self.alphabet = alphabet
-        self.d_lenfac = cp.asarray(alphabet.lenfac, dtype=cp.float64)
+        self.d_lenfac = cp.asarray(np.asarray(alphabet.lenfac, dtype=np.float64))
         self.d_start = cp.asarray(start)
         self.d_n_distinct = cp.asarray(n_distinct)
         self.d_self_scores = cp.asarray(self_scores)
@@ -75,6 +75,9 @@ class KmerStage(DeviceStage):
     def _load_kmers(self) -> None:
         """Compile (or fetch from the cache) kernels/kmer_counts.cu for this device."""
         module = kernels.load("kmer_counts", (("NR_THREADS", NEAREST_THREADS),), self.device)
+        self._window_keys = module.get_function("window_keys")
+        self._sequence_runs = module.get_function("sequence_runs")
+        self._scatter_runs = module.get_function("scatter_runs")
         self._repack = module.get_function("repack")
         self._nearest = module.get_function("nearest_reference")
         self._nearest.max_dynamic_shared_size_bytes = NEAREST_SHARED
@@ -82,24 +85,76 @@ class KmerStage(DeviceStage):
         self._matrix.max_dynamic_shared_size_bytes = MATRIX_SHARED
 
     def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray, alphabet: KmerAlphabet) -> DeviceKmerTables:
-        """6-mer struct arrays built on the device (layout in msa.distances.kmers; equal to the CPU's)."""
+        """6-mer struct arrays built on the device (layout in msa.distances.kmers; equal to the CPU's).
+
+        A piece of sequences at a time: each residue's window key (``window_keys``), CuPy's
+        sort, then each sequence's runs (``sequence_runs``, counted, then written compactly);
+        the host lays out the sections from the run counts, and ``scatter_runs`` places every
+        piece's runs. Only per-sequence arrays cross PCIe, and no CuPy operation needs NVRTC."""
         codes = np.ascontiguousarray(codes, dtype=np.uint8)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
         if n == 0:
             return DeviceKmerTables.upload(build_kmer_tables(codes, offsets, alphabet))
-        parts: list[tuple[cp.ndarray, ...]] = []
+        windows = np.zeros(n, dtype=np.int64)
+        n_distinct = np.zeros(n, dtype=np.int32)
+        pieces: list[tuple[int, int, cp.ndarray, cp.ndarray, np.ndarray]] = []
 
         with cp.cuda.Device(self.device):
-            groups = cp.asarray(alphabet.groups)
+            groups = cp.asarray(np.ascontiguousarray(alphabet.groups, dtype=np.uint8))
 
             def build(lo: int, hi: int) -> None:
-                a, b = offsets[lo], offsets[hi]
-                parts.append(_sorted_runs(codes[a:b], offsets[lo : hi + 1] - a, lo, groups))
+                run_code, run_count, run_off, windows[lo:hi], n_distinct[lo:hi] = self._piece_runs(
+                    codes, offsets, lo, hi, groups
+                )
+                pieces.append((lo, hi, run_code, run_count, run_off))
 
             run_in_pieces(np.diff(offsets) * BUILD_BYTES_PER_RESIDUE + 64, build, self.memory_limit)
-            run_seq, run_code, run_count, windows = (cp.concatenate(p) for p in zip(*parts))
-            return _interleave(n, run_seq, run_code, run_count, windows, np.diff(offsets), alphabet)
+            slot, start, section_off = section_layout(n_distinct)
+            total = int(section_off[-1])
+            kcodes = cp.empty(max(total, 1), dtype=cp.uint16)
+            kcodes.data.memset_async(0xFF, kcodes.nbytes)  # PAD_CODE in every uint16
+            kcounts = cp.zeros(max(total, 1), dtype=cp.uint16)
+            for lo, hi, run_code, run_count, run_off in pieces:
+                self._scatter_runs(
+                    (-(-(hi - lo) // 256),), (256,),
+                    (run_code, run_count, cp.asarray(run_off), cp.asarray(start[lo:hi]), np.int64(hi - lo),
+                     kcodes, kcounts),
+                )
+            return DeviceKmerTables(
+                np.diff(offsets), windows, n_distinct, slot, start, section_off, kcodes[:total], kcounts[:total],
+                alphabet,
+            )
+
+    def _piece_runs(self, codes: np.ndarray, offsets: np.ndarray, lo: int, hi: int, groups: cp.ndarray):
+        """Sequences lo..hi: their runs end to end on the device (codes, counts), and on the
+        host each one's first run (``hi - lo + 1`` offsets), windows and run count."""
+        n_seq = hi - lo
+        a, b = int(offsets[lo]), int(offsets[hi])
+        local = offsets[lo : hi + 1] - a
+        keys = cp.empty(max(b - a, 1), dtype=cp.int64)
+        d_windows = cp.zeros(n_seq, dtype=cp.uint64)
+        if b > a:
+            self._window_keys(
+                (-(-(b - a) // 256),), (256,),
+                (cp.asarray(codes[a:b]), np.int64(b - a), cp.asarray(local), np.int64(n_seq), groups, keys, d_windows),
+            )
+            keys.sort()  # CuPy's thrust sort, shipped compiled; KEY_NONE last
+        windows = d_windows.get().view(np.int64)
+        wstart = np.concatenate(([0], np.cumsum(windows)[:-1])).astype(np.int64)
+        d_wstart, d_win = cp.asarray(wstart), cp.asarray(windows)
+        d_nd = cp.empty(n_seq, dtype=cp.int32)
+        grid = (-(-n_seq // 256),)
+        null = np.uint64(0)  # no run_off / out_code / out_count: count only
+        self._sequence_runs(grid, (256,), (keys, d_wstart, d_win, np.int64(n_seq), d_nd, null, null, null))
+        nd = d_nd.get()
+        run_off = np.concatenate(([0], np.cumsum(nd, dtype=np.int64)))
+        run_code = cp.empty(max(int(run_off[-1]), 1), dtype=cp.uint16)
+        run_count = cp.empty_like(run_code)
+        self._sequence_runs(
+            grid, (256,), (keys, d_wstart, d_win, np.int64(n_seq), d_nd, cp.asarray(run_off), run_code, run_count)
+        )
+        return run_code, run_count, run_off, windows, nd
 
     def nearest_reference(
         self,
@@ -120,8 +175,8 @@ class KmerStage(DeviceStage):
             return best, best_d
         with cp.cuda.Device(self.device):
             t = self._on_device(tables)
-            d_refs = cp.asarray(ref_ids, dtype=cp.int64)
-            d_ref_off = cp.asarray(ref_off, dtype=cp.int64)
+            d_refs = cp.asarray(np.asarray(ref_ids, dtype=np.int64))  # typed on the host: no CuPy cast kernel
+            d_ref_off = cp.asarray(np.asarray(ref_off, dtype=np.int64))
 
             def piece(lo: int, hi: int) -> None:
                 best[lo:hi], best_d[lo:hi] = self._nearest_piece(
@@ -158,52 +213,56 @@ class KmerStage(DeviceStage):
     def _on_device(tables: KmerTables) -> DeviceKmerTables:
         return tables if isinstance(tables, DeviceKmerTables) else DeviceKmerTables.upload(tables)
 
-    def _packed(self, t: DeviceKmerTables, pos_seq: cp.ndarray) -> tuple[cp.ndarray, cp.ndarray]:
-        """Runs of ``pos_seq`` (length a multiple of 32; -1 = empty) in warp sections (see the kernel)."""
-        nd = cp.where(pos_seq >= 0, t.d_n_distinct[cp.maximum(pos_seq, 0)], 0)
-        width = nd.reshape(-1, SECTION).max(axis=1).astype(cp.int64)
-        sec_off = cp.zeros(len(width) + 1, dtype=cp.int64)
-        cp.cumsum(SECTION * width, out=sec_off[1:])
+    def _packed(self, t: DeviceKmerTables, pos_seq: np.ndarray) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
+        """Runs of ``pos_seq`` (length a multiple of 32; -1 = empty) in warp sections (see the
+        kernel): the packed runs, the sections' offsets and pos_seq, on the device. The
+        sections are laid out on the host (per-position arrays only)."""
+        nd = np.where(pos_seq >= 0, t.n_distinct[np.maximum(pos_seq, 0)], 0)
+        width = nd.reshape(-1, SECTION).max(axis=1).astype(np.int64)
+        sec_off = np.concatenate(([0], np.cumsum(SECTION * width)))
         packed = cp.empty(max(int(sec_off[-1]), 1), dtype=cp.uint32)
+        d_pos, d_off = cp.asarray(pos_seq), cp.asarray(sec_off)
         n_pos = len(pos_seq)
         self._repack(
             ((n_pos + 255) // 256,), (256,),
-            (pos_seq, np.int64(n_pos), sec_off, t.d_start, t.d_n_distinct, t.d_kcodes, t.d_kcounts, packed),
+            (d_pos, np.int64(n_pos), d_off, t.d_start, t.d_n_distinct, t.d_kcodes, t.d_kcounts, packed),
         )
-        return packed, sec_off
+        return packed, d_off, d_pos
 
     def _nearest_piece(self, t, d_refs, d_ref_off, member_ids, member_node, cap):
-        """One launch: members sorted by (node, run count), cut into per-node chunks of a block."""
+        """One launch: members sorted by (node, run count), cut into per-node chunks of a block
+        (the plan on the host: per-member arrays only)."""
         m = len(member_ids)
-        mem = cp.asarray(member_ids)
-        node = cp.asarray(member_node)
-        order = cp.argsort(node * 65536 + t.d_n_distinct[mem])
+        mem = np.asarray(member_ids, dtype=np.int64)
+        node = np.asarray(member_node, dtype=np.int64)
+        order = np.argsort(node * 65536 + t.n_distinct[mem], kind="stable")
         seq_s, node_s = mem[order], node[order]
-        node_first = cp.concatenate((cp.zeros(1, cp.int64), cp.flatnonzero(node_s[1:] != node_s[:-1]) + 1))
-        node_size = cp.diff(cp.concatenate((node_first, cp.full(1, m, cp.int64))))
+        node_first = np.concatenate(([0], np.flatnonzero(node_s[1:] != node_s[:-1]) + 1))
+        node_size = np.diff(np.concatenate((node_first, [m])))
         n_chunks = (node_size + NEAREST_THREADS - 1) // NEAREST_THREADS
-        chunk_first = cp.cumsum(n_chunks) - n_chunks
+        chunk_first = np.cumsum(n_chunks) - n_chunks
         c = int(n_chunks.sum())
-        chunk = cp.arange(c, dtype=cp.int64)
-        owner = cp.searchsorted(chunk_first, chunk, side="right") - 1
+        chunk = np.arange(c, dtype=np.int64)
+        owner = np.searchsorted(chunk_first, chunk, side="right") - 1
         chunk_lo = node_first[owner] + (chunk - chunk_first[owner]) * NEAREST_THREADS
-        chunk_n = cp.minimum(NEAREST_THREADS, node_first[owner] + node_size[owner] - chunk_lo)
+        chunk_n = np.minimum(NEAREST_THREADS, node_first[owner] + node_size[owner] - chunk_lo)
         padded = (chunk_n + SECTION - 1) // SECTION * SECTION  # each chunk starts a section
-        chunk_pos = cp.cumsum(padded) - padded
+        chunk_pos = np.cumsum(padded) - padded
         n_pos = int(chunk_pos[-1] + padded[-1])
-        rank = cp.arange(m, dtype=cp.int64)
-        of = cp.searchsorted(chunk_lo, rank, side="right") - 1
+        rank = np.arange(m, dtype=np.int64)
+        of = np.searchsorted(chunk_lo, rank, side="right") - 1
         pos = chunk_pos[of] + rank - chunk_lo[of]
-        pos_seq = cp.full(n_pos, -1, dtype=cp.int64)
+        pos_seq = np.full(n_pos, -1, dtype=np.int64)
         pos_seq[pos] = seq_s
-        pos_out = cp.full(n_pos, -1, dtype=cp.int64)
+        pos_out = np.full(n_pos, -1, dtype=np.int64)
         pos_out[pos] = order
-        packed, sec_off = self._packed(t, pos_seq)
+        packed, sec_off, d_pos_seq = self._packed(t, pos_seq)
         best = cp.empty(m, dtype=cp.int32)
         best_d = cp.empty(m, dtype=cp.float64)
         self._nearest(
             (c,), (NEAREST_THREADS,),
-            (packed, sec_off, chunk_pos, chunk_n.astype(cp.int32), node_s[chunk_lo], pos_seq, pos_out,
+            (packed, sec_off, cp.asarray(chunk_pos), cp.asarray(chunk_n.astype(np.int32)),
+             cp.asarray(node_s[chunk_lo]), d_pos_seq, cp.asarray(pos_out),
              t.d_kcodes, t.d_kcounts, t.d_start, t.d_n_distinct, t.d_self_scores, t.d_lengths,
              d_refs, d_ref_off, np.float64(cap), t.d_lenfac, best, best_d),
             shared_mem=NEAREST_SHARED,
@@ -215,75 +274,15 @@ class KmerStage(DeviceStage):
         row_group, row_index, out_off = condensed_rows(group_off)
         n_rows = len(row_group)
         n_pos = -(-len(ids) // SECTION) * SECTION
-        pos_seq = cp.full(n_pos, -1, dtype=cp.int64)
-        pos_seq[: len(ids)] = cp.asarray(ids)
-        packed, sec_off = self._packed(t, pos_seq)
+        pos_seq = np.full(n_pos, -1, dtype=np.int64)
+        pos_seq[: len(ids)] = ids
+        packed, sec_off, d_pos_seq = self._packed(t, pos_seq)
         out = cp.empty(int(out_off[-1]), dtype=cp.float64)
         self._matrix(
             (min(n_rows, 8 * self.n_sm),), (MATRIX_THREADS,),
-            (packed, sec_off, pos_seq, cp.asarray(group_off), cp.asarray(row_group), cp.asarray(row_index),
+            (packed, sec_off, d_pos_seq, cp.asarray(group_off), cp.asarray(row_group), cp.asarray(row_index),
              np.int64(n_rows), cp.asarray(out_off), t.d_kcodes, t.d_kcounts, t.d_start, t.d_n_distinct,
              t.d_self_scores, t.d_lengths, np.float64(cap), t.d_lenfac, out),
             shared_mem=MATRIX_SHARED,
         )
         return out.get()
-
-
-def _sorted_runs(codes: np.ndarray, offsets: np.ndarray, seq0: int, groups: cp.ndarray) -> tuple[cp.ndarray, ...]:
-    """Sorted 6-mer runs of some sequences (``groups``: the alphabet's group table, on the device):
-    (sequence id, code, count) per run, windows per sequence."""
-    n = len(offsets) - 1
-    group = groups[cp.asarray(codes)]
-    kept = cp.flatnonzero(group < 6)
-    g = group[kept].astype(cp.int64)
-    seq = cp.searchsorted(cp.asarray(offsets[1:]), kept, side="right")
-    k = len(g)
-    if k < 6:
-        empty = cp.zeros(0, dtype=cp.int64)
-        return empty, empty, empty, cp.zeros(n, dtype=cp.int64)
-    code = g[: k - 5] * 7776 + g[1 : k - 4] * 1296 + g[2 : k - 3] * 216 + g[3 : k - 2] * 36 + g[4 : k - 1] * 6 + g[5:]
-    valid = seq[: k - 5] == seq[5:]
-    wseq = seq[: k - 5][valid]
-    if len(wseq) == 0:
-        empty = cp.zeros(0, dtype=cp.int64)
-        return empty, empty, empty, cp.zeros(n, dtype=cp.int64)
-    key = cp.sort(wseq * 65536 + code[valid])
-    head = cp.ones(len(key), dtype=cp.bool_)
-    head[1:] = key[1:] != key[:-1]
-    first = cp.flatnonzero(head)
-    run = cp.diff(cp.concatenate((first, cp.full(1, len(key), cp.int64))))
-    run_key = key[first]
-    windows = cp.bincount(wseq, minlength=n).astype(cp.int64)
-    return (run_key >> 16) + seq0, run_key & 0xFFFF, cp.minimum(run, MAX_COUNT), windows
-
-
-def _interleave(
-    n, run_seq, run_code, run_count, windows, lengths: np.ndarray, alphabet: KmerAlphabet
-) -> DeviceKmerTables:
-    """Rank sequences by run count, pad sections and scatter the runs (msa.distances.kmers layout)."""
-    if len(run_seq):
-        n_distinct = cp.bincount(run_seq, minlength=n).astype(cp.int32)
-    else:
-        n_distinct = cp.zeros(n, dtype=cp.int32)
-    idx = cp.arange(n, dtype=cp.int64)
-    order = cp.argsort(n_distinct.astype(cp.int64) * n + idx)  # stable: ties by index
-    slot = cp.empty(n, dtype=cp.int64)
-    slot[order] = idx
-    n_sections = -(-n // SECTION)
-    last = cp.minimum(cp.arange(n_sections, dtype=cp.int64) * SECTION + SECTION - 1, n - 1)
-    width = n_distinct[order[last]].astype(cp.int64)
-    section_off = cp.zeros(n_sections + 1, dtype=cp.int64)
-    cp.cumsum(SECTION * width, out=section_off[1:])
-    start = section_off[slot // SECTION] + slot % SECTION
-    run_first = cp.cumsum(n_distinct, dtype=cp.int64) - n_distinct
-    rank = cp.arange(len(run_seq), dtype=cp.int64) - run_first[run_seq]
-    pos = start[run_seq] + SECTION * rank
-    total = int(section_off[-1])
-    kcodes = cp.full(total, PAD_CODE, dtype=cp.uint16)
-    kcounts = cp.zeros(total, dtype=cp.uint16)
-    kcodes[pos] = run_code.astype(cp.uint16)
-    kcounts[pos] = run_count.astype(cp.uint16)
-    return DeviceKmerTables(
-        lengths, windows.get(), n_distinct.get(), slot.get(), start.get(), section_off.get(), kcodes, kcounts,
-        alphabet,
-    )
