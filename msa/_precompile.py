@@ -124,13 +124,13 @@ def parttrees(split: str) -> list[dict[str, object]]:
 
 def align_cli(x: Inputs) -> None:
     """``msa align`` as the CLI runs it (the bundled example's path first): read, align, write."""
-    from msa.backends.cpu import load_numba_registries
+    from msa.backends.cpu import first_compiled_call
     from msa.io import read_fasta, write_alignment
     from msa.pipeline import align_db
     from msa.run import align_file
     from msa.seqdb import SeqDB
 
-    load_numba_registries()
+    first_compiled_call()
     for source in (x.protein, x.dna):
         for fmt, name in (("fasta", "out.fa"), ("fasta", "out.fa.gz"), ("a3m", "out.a3m")):
             result = align_file(source, str(x.folder / name), x.base, x.cpu, fmt)

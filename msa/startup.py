@@ -66,11 +66,11 @@ class BackendStart:
         self._ready = threading.Event()
         self._blas_block = _BlasProbeBlock()
         self._imported = threading.Event()
-        self._registries = threading.Thread(
+        self._numba = threading.Thread(
             target=_load_numba, args=(self._blas_block, self._imported), name="msa-numba-start", daemon=True
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
-        self._registries.start()
+        self._numba.start()
         self._thread.start()
 
     def sequences(self, n: int) -> None:
@@ -90,7 +90,7 @@ class BackendStart:
 
     def _join(self) -> None:
         self._thread.join()
-        self._registries.join()
+        self._numba.join()
         self._blas_block.release()
 
     def _run(self) -> None:
@@ -127,11 +127,11 @@ def _load_numba(block: _BlasProbeBlock, imported: threading.Event) -> None:
     try:
         try:
             import msa.pipeline  # noqa: F401  (the tree, progressive and CPU backend modules)
-            from msa.backends.cpu import load_numba_registries
+            from msa.backends.cpu import first_compiled_call
         finally:
             imported.set()
         _skip_numba_extensions()
-        load_numba_registries()
+        first_compiled_call()
     except BaseException:
         pass
     finally:

@@ -190,7 +190,8 @@ def start_cuda(device: int = 0) -> None:
         import cupy
 
         if cupy.is_available():
-            cupy.cuda.runtime.free(0)  # cudaFree(NULL): makes the primary context
+            with cupy.cuda.Device(device):
+                cupy.cuda.runtime.free(0)  # cudaFree(NULL): makes the primary context
     except Exception:
         pass
 

@@ -108,7 +108,7 @@ def test_the_cli_start_skips_numbas_blas_probe() -> None:
         "from msa.startup import BLAS_PROBE, BackendStart\n"
         "with BackendStart('cpu') as start:\n"
         "    start.backend(quiet=True)\n"
-        "    start._registries.join()\n"
+        "    start._numba.join()\n"
         "print('scipy.linalg' in sys.modules, sys.modules.get(BLAS_PROBE, 0) is None)\n"
     )
     assert out.split() == ["False", "False"]

@@ -25,8 +25,9 @@ def _first_compiled(x: np.ndarray) -> int:
     return x.size
 
 
-def load_numba_registries() -> None:
-    """Load Numba's typing and lowering registries now (the first compiled call does, ~0.4 s)."""
+def first_compiled_call() -> None:
+    """A run's first compiled call, made early (msa.startup): it starts Numba's runtime and
+    threads, and where the call must compile, loads Numba's typing and lowering registries."""
     _first_compiled(np.zeros(1, dtype=np.int64))
 
 
