@@ -233,3 +233,64 @@ def test_shipped_entries_load_and_go_stale(tmp_path: Path) -> None:
     assert sorted(p.name for p in (package / "_jitcache").iterdir()) == shipped
     assert any((tmp_path / "numba-cache").rglob("*.nbi"))
     assert run(build=False) == []  # Numba's own cache answers the second time
+
+
+KINDS = '''
+import numpy as np
+from numba import prange
+from msa.jit import njit
+
+
+@njit(cache=True)
+def divide(a, b):
+    return a // b
+
+
+@njit(cache=True, parallel=True)
+def doubled(x):
+    out = np.empty(len(x), dtype=np.int64)
+    for i in prange(len(x)):
+        out[i] = 2 * x[i]
+    return out, out.sum()
+
+
+@njit(cache=True)
+def containers(n):
+    items = [np.int64(0)] * 0
+    squares = {}
+    for i in range(n):
+        items.append(i)
+        squares[i] = i * i
+    return len(items), squares[n - 1], str(n)
+'''
+
+RUN_KINDS = textwrap.dedent(
+    """
+    import sys, numpy as np, kinds
+    out, total = kinds.doubled(np.arange(10))
+    try:
+        kinds.divide(1, 0)
+        raised = "nothing"
+    except ZeroDivisionError:
+        raised = "ZeroDivisionError"
+    print(out.tolist(), int(total), kinds.containers(5), raised, 'numba.np.arraymath' in sys.modules,
+          sum(kinds.divide.stats.cache_hits.values()))
+    """
+)
+
+
+def test_functions_loaded_without_registries_still_run(tmp_path: Path) -> None:
+    """msa.jit loads cached entries without Numba's typing and lowering registries: parallel
+    loops, arrays the function allocates, typed lists and dicts, strings and exceptions raised
+    in compiled code all work from a cache as they did when compiled."""
+    (tmp_path / "kinds.py").write_text(KINDS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    runs = [
+        subprocess.run([sys.executable, "-c", RUN_KINDS], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=600, check=True).stdout.split("] ", 1)[1].strip()
+        for _ in range(2)
+    ]
+    expected = "90 (5, 16, '5') ZeroDivisionError"
+    assert runs[0].startswith(expected) and runs[1].startswith(expected)
+    assert runs[1].endswith("False 1"), runs[1]  # from the cache, registries never loaded
