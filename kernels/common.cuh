@@ -1,11 +1,26 @@
-// Helpers shared by the kernels. Kept small: constants and the one float formula
-// that must round exactly like the CPU oracle (msa/backends/cpu/kmers.py).
+// Helpers shared by the kernels. Kept small: constants, the search every flat-index kernel
+// starts with, and the one float formula that must round exactly like the CPU oracle
+// (msa/backends/cpu/kmers.py).
 #pragma once
 
 #define KMER_SECTION 32          // sequences per interleaved section (one warp)
 #define KMER_TABLE_SIZE 46656    // 6^6 six-mer codes
 
 #define EMPTY_DISTANCE 1.0
+
+// The segment s in [0, n) that holds flat index i: offsets[s * stride] <= i < offsets[(s + 1) * stride]
+// (ascending starts, offsets[0] <= i; empty segments are skipped, as the last start at or
+// before i wins). A binary search, the host's searchsorted(offsets, i, 'right') - 1: column ->
+// profile, residue -> merge, word -> section, ticket -> merge (stride: starts inside records).
+__device__ __forceinline__ long long segment_of(const long long* __restrict__ offsets, long long n, long long i,
+                                                long long stride = 1) {
+    long long lo = 0, hi = n;
+    while (hi - lo > 1) {
+        const long long mid = (lo + hi) >> 1;
+        if (offsets[mid * stride] <= i) lo = mid; else hi = mid;
+    }
+    return lo;
+}
 
 // MAFFT's length-factor constants A, B, C, D (anchor A6) of the 6-mer alphabet in use,
 // passed at run time as 4 doubles from their one definition (msa.distances.kmers.KmerAlphabet).

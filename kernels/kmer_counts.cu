@@ -55,12 +55,7 @@ extern "C" __global__ void window_keys(const unsigned char* __restrict__ codes, 
                                        unsigned long long* __restrict__ windows) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_res) return;
-    long long lo = 0, hi = n_seq;  // the sequence s with offsets[s] <= i < offsets[s + 1]
-    while (lo < hi) {
-        const long long mid = (lo + hi) >> 1;
-        if (offsets[mid + 1] <= i) lo = mid + 1;
-        else hi = mid;
-    }
+    const long long lo = segment_of(offsets, n_seq, i);  // the residue's sequence
     long long key = KEY_NONE;
     unsigned g = groups[codes[i]];
     if (g < 6) {

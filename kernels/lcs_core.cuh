@@ -9,6 +9,8 @@
 // instructions plus one 8-byte shared load.
 #pragma once
 
+#include "common.cuh"
+
 #define LCS_ALPHA 20  // only codes 0..19 match (FAMSA's ComputeBitMasks)
 #define LCS_ROWS 32   // codes a mask plane covers (packed kernels): every value of (code & 31)
 #define LCS_PAD 31u   // padding code of packed residues (a zero mask row)
@@ -230,11 +232,7 @@ extern "C" __global__ void lcs_pack(const unsigned char* __restrict__ codes, con
                                      unsigned* __restrict__ pk) {
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n_words;
          t += (long long)gridDim.x * blockDim.x) {
-        long long lo = 0, hi = (n_pos + 31) / 32;  // the section of word t
-        while (hi - lo > 1) {
-            const long long mid = (lo + hi) / 2;
-            if (sec_off[mid] <= t) lo = mid; else hi = mid;
-        }
+        const long long lo = segment_of(sec_off, (n_pos + 31) / 32, t);  // the section of word t
         const long long r = t - sec_off[lo];
         const long long q = r / 128, lane = (r / 4) & 31, first = 16 * q + 4 * (r & 3);
         const long long P = lo * 32 + lane;

@@ -40,6 +40,8 @@
 // dp_path, so ties resolve identically. Gap costs are per merge: g holds 4 int64
 // (open, extend, term_open, term_extend) for each merge q of the piece, at g + 4 * q.
 
+#include "common.cuh"
+
 #define NEG_INF (-(1LL << 62))
 #define NRES 24
 #define NCNT 28
@@ -81,11 +83,7 @@ extern "C" __global__ void column_setup(
     long long* retype, long long* s2, int* nnz, unsigned char* codes, int* mult, int* nzc) {
     const long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (c >= n_cols) return;
-    long long lo = 0, hi = n_prof;  // profile p with col_offsets[p] <= c < col_offsets[p + 1]
-    while (hi - lo > 1) {
-        const long long mid = (lo + hi) >> 1;
-        if (col_offsets[mid] <= c) lo = mid; else hi = mid;
-    }
+    const long long lo = segment_of(col_offsets, n_prof, c);  // the column's profile
     const long long base = col_offsets[lo], w = col_offsets[lo + 1] - base, n = n_seqs[lo];
     const long long i = c - base + 1;  // 1-based column index, as dp_path's i / j
     const long long* gq = g + 4 * (lo >> 1);
@@ -484,13 +482,8 @@ __device__ __forceinline__ bool draw_ticket(const long long* __restrict__ info, 
     __shared__ long long job[2];
     if (threadIdx.x == 0) {
         const long long t = (long long)atomicAdd((unsigned long long*)sync, 1ULL);
-        long long lo = 0, hi = n_merges;
-        while (hi - lo > 1) {
-            const long long mid = (lo + hi) >> 1;
-            if (info[mid * N_INFO + I_TICK] <= t) lo = mid; else hi = mid;
-        }
         job[0] = t;
-        job[1] = lo;
+        job[1] = segment_of(info + I_TICK, n_merges, t, N_INFO);
     }
     __syncthreads();
     k = job[0];
@@ -989,12 +982,7 @@ extern "C" __global__ void __launch_bounds__(256) residue_slots(
     long long n_merges, long long n_res, long long w, long long* __restrict__ slot, unsigned char* __restrict__ hit) {
     const long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (r >= n_res) return;
-    long long lo = 0, hi = n_merges;  // res_off[lo] <= r < res_off[lo + 1]
-    while (hi - lo > 1) {
-        const long long mid = (lo + hi) >> 1;
-        if (res_off[mid] <= r) lo = mid; else hi = mid;
-    }
-    const long long k = lo;
+    const long long k = segment_of(res_off, n_merges, r);  // the residue's merge
     const long long c = maps[col_off[2 * k + 1] + (r - res_off[k])];
     const int* p = maps + col_off[2 * k];
     long long a = 0, b = w;  // first profile column whose parent column is >= c

@@ -6,18 +6,12 @@
 // profile's ~10^4). A segment is cut into CHUNK-element chunks; one block (THREADS threads)
 // per chunk, found by binary search in the chunks' prefix sum (chunk_off, n_seg + 1 entries),
 // threads striding over the chunk's consecutive elements (coalesced on both sides).
+#include "common.cuh"
+
 #define CHUNK 4096
 #define THREADS 256
 #define N_COUNTS 28  // msa.profile.N_COUNTS: 24 residue codes + 4 gap counts
 
-__device__ __forceinline__ long long segment_of(const long long* chunk_off, long long n_seg, long long b) {
-    long long lo = 0, hi = n_seg;  // chunk_off[lo] <= b < chunk_off[lo + 1]
-    while (hi - lo > 1) {
-        const long long mid = (lo + hi) >> 1;
-        if (chunk_off[mid] <= b) lo = mid; else hi = mid;
-    }
-    return lo;
-}
 
 // Profile tables of a level's children laid end to end (int32 rows of N_COUNTS).
 // rec[5 * g ..]: source table pointer (0: a leaf), first source row (a leaf: its first residue

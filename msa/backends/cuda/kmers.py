@@ -98,7 +98,7 @@ class KmerStage(DeviceStage):
             return DeviceKmerTables.upload(build_kmer_tables(codes, offsets, alphabet))
         windows = np.zeros(n, dtype=np.int64)
         n_distinct = np.zeros(n, dtype=np.int32)
-        pieces: list[tuple[int, int, cp.ndarray, cp.ndarray, np.ndarray]] = []
+        pieces: list[tuple[int, int, cp.ndarray, cp.ndarray, cp.ndarray]] = []
 
         with cp.cuda.Device(self.device):
             groups = cp.asarray(np.ascontiguousarray(alphabet.groups, dtype=np.uint8))
@@ -118,7 +118,7 @@ class KmerStage(DeviceStage):
             for lo, hi, run_code, run_count, run_off in pieces:
                 self._scatter_runs(
                     (-(-(hi - lo) // 256),), (256,),
-                    (run_code, run_count, cp.asarray(run_off), cp.asarray(start[lo:hi]), np.int64(hi - lo),
+                    (run_code, run_count, run_off, cp.asarray(start[lo:hi]), np.int64(hi - lo),
                      kcodes, kcounts),
                 )
             return DeviceKmerTables(
@@ -127,8 +127,8 @@ class KmerStage(DeviceStage):
             )
 
     def _piece_runs(self, codes: np.ndarray, offsets: np.ndarray, lo: int, hi: int, groups: cp.ndarray):
-        """Sequences lo..hi: their runs end to end on the device (codes, counts), and on the
-        host each one's first run (``hi - lo + 1`` offsets), windows and run count."""
+        """Sequences lo..hi: on the device their runs end to end (codes, counts) and each one's
+        first run (``hi - lo + 1`` offsets); on the host their windows and run counts."""
         n_seq = hi - lo
         a, b = int(offsets[lo]), int(offsets[hi])
         local = offsets[lo : hi + 1] - a
@@ -151,10 +151,11 @@ class KmerStage(DeviceStage):
         run_off = np.concatenate(([0], np.cumsum(nd, dtype=np.int64)))
         run_code = cp.empty(max(int(run_off[-1]), 1), dtype=cp.uint16)
         run_count = cp.empty_like(run_code)
+        d_run_off = cp.asarray(run_off)
         self._sequence_runs(
-            grid, (256,), (keys, d_wstart, d_win, np.int64(n_seq), d_nd, cp.asarray(run_off), run_code, run_count)
+            grid, (256,), (keys, d_wstart, d_win, np.int64(n_seq), d_nd, d_run_off, run_code, run_count)
         )
-        return run_code, run_count, run_off, windows, nd
+        return run_code, run_count, d_run_off, windows, nd
 
     def nearest_reference(
         self,

@@ -1,0 +1,88 @@
+"""Where a short msa run's wall clock goes, thread by thread: one CLI run with a mark at each
+step of the backend's start (msa.startup's two threads) and at each stage of the main thread.
+
+    python benchmarks/timeline.py add EXISTING.fa NEW.fa -o OUT.fa
+    python benchmarks/timeline.py align datasets/examples/example.fa -o OUT.fa --device cuda
+
+The arguments are msa's own. Marks go to stderr as ``seconds-since-start thread what``; the
+run's own stage lines are left as they are. A start-up change is judged by the wall clock of
+whole runs (benchmarks/startup.py); this shows which thread a run waits on, e.g. that a run
+of ``msa add`` on the GPU ends its reading at the same time the CuPy and Numba imports end,
+because the three share the GIL (benchmarks/NOTES.md, session 9).
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+
+START = time.perf_counter()
+
+
+def mark(what: str) -> None:
+    print(f"  {time.perf_counter() - START:6.3f} {threading.current_thread().name:18s} {what}",
+          file=sys.stderr, flush=True)
+
+
+def _wrap(owner, name: str, before: str, after: str) -> None:
+    """Mark ``before`` and ``after`` around each call of ``owner.name``."""
+    inner = getattr(owner, name)
+
+    def marked(*args, **kwargs):
+        mark(before)
+        result = inner(*args, **kwargs)
+        mark(after)
+        return result
+
+    setattr(owner, name, marked)
+
+
+def _instrument() -> None:
+    import msa.progress as progress
+    import msa.startup as startup
+
+    _wrap(startup, "start_cuda", "start_cuda begin", "start_cuda end (CuPy imported, context made)")
+    _wrap(startup, "_load_numba", "Numba thread begins", "Numba thread ends (first compiled call made)")
+    _wrap(startup.BackendStart, "backend", "main thread waits for the backend", "main thread has the backend")
+    prepare = startup.prepare_backend
+
+    def prepare_marked(*args, **kwargs):
+        mark("pipeline imported; backend class chosen")
+        make, note = prepare(*args, **kwargs)
+
+        def make_marked():
+            backend = make()
+            mark("backend made")
+            return backend
+
+        return make_marked, note
+
+    startup.prepare_backend = prepare_marked
+    stage = progress.Progress.stage
+
+    @contextlib.contextmanager
+    def stage_marked(self, description, *args, **kwargs):
+        mark(f"stage {description!r} begins")
+        with stage(self, description, *args, **kwargs) as advance:
+            yield advance
+        mark(f"stage {description!r} ends")
+
+    progress.Progress.stage = stage_marked
+
+
+def main() -> None:
+    mark("script start")
+    _instrument()
+    from msa.cli import main as cli_main
+
+    mark("msa.cli imported")
+    sys.argv = ["msa", *sys.argv[1:]]
+    try:
+        cli_main()
+    finally:
+        mark("exit")
+
+
+if __name__ == "__main__":
+    main()
