@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
+from typing import Annotated
 
 import typer
 
@@ -23,8 +24,20 @@ def main() -> None:
     app(prog_name="msa")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from msa import __version__
+
+        print(f"msa {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _short_lived_process() -> None:
+def _short_lived_process(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print msa's version and exit.")
+    ] = False,
+) -> None:
     """Settings for a process that runs one command (both entry points pass here)."""
     _tune_gc()
 

@@ -53,7 +53,12 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
             yield raw
         return
     with _space_errors(str(target), target.parent, None):
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        try:
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        except OSError as exc:  # name the file asked for, not the hidden temporary one
+            if exc.errno in SPACE_ERRNOS:
+                raise
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         with _space_errors(str(target), target.parent, tmp_name):
             with OutputWriter(io.FileIO(fd, "w")) as raw:

@@ -217,7 +217,7 @@ def test_bad_input_is_one_line_and_leaves_no_file(run_msa, tmp_path: Path, case:
     [
         (["align", "missing.fa"], "missing.fa: No such file or directory"),
         (["align", "."], "Is a directory"),
-        (["align", "ok.fa", "-o", "no/such/dir/out.fa"], "No such file or directory"),
+        (["align", "ok.fa", "-o", "no/such/dir/out.fa"], "no/such/dir/out.fa: No such file or directory"),
         (["align", "ok.fa", "--tree", "fancy"], "--tree 'fancy'"),
         (["align", "ok.fa", "--tree", "absent.nwk"], "absent.nwk"),
         (["align", "ok.fa", "--matrix", "NOPE"], "unknown matrix 'NOPE'"),
@@ -229,6 +229,14 @@ def test_usage_errors_are_one_line(run_msa, tmp_path: Path, args: list[str], mes
     err = one_line_error(run_msa(*args, cwd=tmp_path))
     assert message in err
     assert os.listdir(tmp_path) == ["ok.fa"]
+
+
+def test_version(run_msa, tmp_path: Path) -> None:
+    import msa
+
+    result = run_msa("--version", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.decode() == f"msa {msa.__version__}\n"
+    assert os.listdir(tmp_path) == []
 
 
 def test_device_cuda_without_gpu_is_one_line(run_msa, tmp_path: Path) -> None:
