@@ -47,8 +47,10 @@ def _profile(aligned: AlignedRows, seq_type: str) -> tuple[np.ndarray, np.ndarra
     """(counts, kept columns, rank of every residue's column among them, the rows' SeqDB)."""
     db, columns = _flat(aligned)
     db = db.encoded(seq_type)
-    kept = np.unique(columns)
-    rank = np.searchsorted(kept, columns)
+    used = np.zeros(aligned.width, dtype=bool)  # columns that hold a residue: O(residues), no sort
+    used[columns] = True
+    kept = np.flatnonzero(used)
+    rank = (np.cumsum(used) - 1)[columns]
     return block_counts(db.codes, db.offsets, rank, len(kept)), kept, rank, db
 
 
