@@ -1,5 +1,5 @@
 """kernels/segments.cu (the progressive stage's per-level gathers and scatters) against the
-CPU backend's NumPy version, on fresh random segments: leaves and profile rows mixed, empty,
+CPU backend's (Numba) version, on fresh random segments: leaves and profile rows mixed, empty,
 one-row and multi-chunk segments, several sources and targets."""
 from __future__ import annotations
 

@@ -430,3 +430,29 @@ def test_identical_to_famsa_with_its_tree_and_matrix():
     rows = gapped_rows(db, columns, width)
     got = {db.names[i]: rows[i].tobytes().decode() for i in range(n)}
     assert got == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gather_profiles_by_definition(seed: int) -> None:
+    """The CPU gather (the GPU's oracle): each segment's rows copied from its store, or one-hot
+    rows from the codes for a leaf (store -1), end to end; empty and one-row segments included."""
+    rng = np.random.default_rng(seed)
+    n_seg = int(rng.integers(1, 60))
+    parts = [rng.integers(0, 50, (int(rng.integers(1, 500)), N_COUNTS)).astype(np.int32) for _ in range(3)]
+    codes = rng.integers(0, 24, 5_000).astype(np.uint8)
+    part = rng.integers(-1, len(parts), n_seg)
+    limit = np.where(part < 0, len(codes), np.array([len(p) for p in parts] + [0])[part])
+    widths = np.minimum(rng.integers(0, 80, n_seg), limit)
+    widths[rng.random(n_seg) < 0.2] = 1
+    start = (rng.random(n_seg) * (limit - widths + 1)).astype(np.int64)
+    want = []
+    for p, s, w in zip(part, start, widths):
+        if p < 0:
+            rows = np.zeros((w, N_COUNTS), dtype=np.int32)
+            rows[np.arange(w), codes[s : s + w]] = 1
+        else:
+            rows = parts[p][s : s + w]
+        want.append(rows)
+    got = CpuBackend.gather_profiles(parts, part, start, widths, codes)
+    np.testing.assert_array_equal(got, np.concatenate(want))
+    assert got.dtype == np.int32

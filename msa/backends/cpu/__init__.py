@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import prange
 
 from msa.backends.cpu import kmers, lcs, sw
 from msa.backends.cpu.align import align_batch
@@ -23,6 +24,23 @@ from msa.seqops import take_ranges
 @njit(cache=True, nogil=True)
 def _first_compiled(x: np.ndarray) -> int:
     return x.size
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _copy_rows(src: np.ndarray, start: np.ndarray, dst: np.ndarray, widths: np.ndarray, out: np.ndarray) -> None:
+    """Rows ``src[start[k]:start[k] + widths[k]]`` to ``out[dst[k]:...]`` for every segment k
+    (a thread per segment, as segments.cu's gather on the GPU)."""
+    for k in prange(len(widths)):
+        for r in range(widths[k]):
+            out[dst[k] + r] = src[start[k] + r]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _one_hot_rows(codes: np.ndarray, start: np.ndarray, dst: np.ndarray, widths: np.ndarray, out: np.ndarray) -> None:
+    """Leaf segments: ``out[dst[k] + r, codes[start[k] + r]] = 1`` (``out`` zeroed)."""
+    for k in prange(len(widths)):
+        for r in range(widths[k]):
+            out[dst[k] + r, codes[start[k] + r]] = 1
 
 
 def first_compiled_call() -> None:
@@ -72,16 +90,17 @@ class CpuBackend:
         parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: np.ndarray
     ) -> np.ndarray:
         """Segments of profile rows (or one-hot leaves) end to end; see Backend."""
+        widths = np.asarray(widths, dtype=np.int64)
+        start = np.asarray(start, dtype=np.int64)
         off = np.concatenate(([0], np.cumsum(widths)))
         out = np.zeros((int(off[-1]), N_COUNTS), dtype=np.int32)
         for p in np.unique(part).tolist():
             pick = part == p
-            rows = _ranges(off[:-1][pick], widths[pick])
-            src = _ranges(start[pick], widths[pick])
+            at = (start[pick], off[:-1][pick], widths[pick])
             if p < 0:
-                out[rows, codes[src]] = 1
+                _one_hot_rows(np.asarray(codes, dtype=np.uint8), *at, out)
             else:
-                out[rows] = parts[p][src]
+                _copy_rows(np.ascontiguousarray(parts[p], dtype=np.int32), *at, out)
         return out
 
     @staticmethod
