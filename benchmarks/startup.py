@@ -8,8 +8,10 @@ Each ``--tree`` is an msa source tree (a folder holding ``msa/``, e.g. ``git wor
 labelled ``this``. Runs of the trees are interleaved (one of each, then the next round), so a
 machine's drift falls on all of them alike, and each tree runs every command once first to
 fill its caches. Prints each command's median and every run; outputs are compared across
-trees with ``cmp`` semantics (identical bytes). The figures in benchmarks/NOTES.md (session 8)
-were measured this way.
+trees with ``cmp`` semantics (identical bytes). Every run is made from an empty folder: run from
+a checkout, ``python -m msa`` imports that checkout whatever ``PYTHONPATH`` says (``-m`` puts the
+working folder first on the path), which made every tree the same code in the comparisons of
+sessions 8 and 9 before this was found (benchmarks/NOTES.md); each tree is checked first.
 
 Python must be able to write bytecode: with ``PYTHONDONTWRITEBYTECODE`` set (some container
 images set it) every run recompiles every module it imports, which is not what a user who
@@ -42,16 +44,18 @@ def main() -> None:
 
     trees = {"this": REPO} | {t.split("=", 1)[0]: Path(t.split("=", 1)[1]).resolve() for t in args.tree}
     out = Path(tempfile.mkdtemp(prefix="msa-startup-"))
+    for label, tree in trees.items():
+        _check_tree(label, tree, out)
     commands = {f"example --device {d}": ["align", str(EXAMPLE), "--device", d] for d in args.devices.split(",")}
     if args.add:
-        commands["add"] = ["add", *args.add]
+        commands["add"] = ["add", *(str(Path(a).resolve()) for a in args.add)]
     times: dict[tuple[str, str], list[float]] = {}
     for warm in (True, False):
         for _ in range(1 if warm else args.runs):
             for name, argv in commands.items():
                 for label, tree in trees.items():
                     target = out / f"{label}-{name.replace(' ', '_')}.fa"
-                    seconds = _run(tree, [*argv, "-o", str(target)])
+                    seconds = _run(tree, [*argv, "-o", str(target)], out)
                     if not warm:
                         times.setdefault((name, label), []).append(seconds)
     for name in commands:
@@ -63,11 +67,24 @@ def main() -> None:
             print(f"  {label:>8}: median {statistics.median(xs):.3f} s   [{' '.join(f'{x:.3f}' for x in xs)}]")
 
 
-def _run(tree: Path, argv: list[str]) -> float:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+def _env(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))}
+
+
+def _check_tree(label: str, tree: Path, cwd: Path) -> None:
+    """Refuse a tree whose msa is not the one imported: ``python -m`` puts the working folder
+    first on the path, so runs are made from ``cwd`` (an empty folder), never from a checkout."""
+    code = "import msa; print(msa.__file__)"
+    found = subprocess.run([sys.executable, "-c", code], env=_env(tree), cwd=cwd, check=True,
+                           capture_output=True, text=True).stdout.strip()
+    if not Path(found).resolve().is_relative_to(tree.resolve()):
+        sys.exit(f"startup.py: tree {label!r} ({tree}) imports msa from {found}")
+
+
+def _run(tree: Path, argv: list[str], cwd: Path) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "msa", *argv], env=env, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "msa", *argv], env=_env(tree), cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
