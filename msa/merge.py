@@ -14,12 +14,13 @@ Gap costs are rescaled for the number of sequences of the result, as
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from msa.alignment import AlignedRows, insert_columns
 from msa.alphabet import detect_seq_type, load_matrix
 from msa.params import NUCLEOTIDE_TYPES, AlignParams, gap_costs
-from msa.pipeline import _set_threads
 from msa.profile import N_COUNTS, AlignBatch, block_counts, gap_vector
 from msa.progress import current
 from msa.seqdb import SeqDB
@@ -60,25 +61,43 @@ def merge_alignments(a: AlignedRows, b: AlignedRows, params: AlignParams, backen
     Columns that are gaps in every row of a side are dropped; the others keep
     their order, and every row its residues.
     """
-    _set_threads(params.threads)
+    return prepare_merge(a, b, params).align(backend)
+
+
+@dataclass(frozen=True)
+class Merge:
+    """The host side of a merge: parameters settled for the inputs, each side's profile."""
+
+    a: AlignedRows
+    b: AlignedRows
+    params: AlignParams
+    sides: tuple[tuple[np.ndarray, np.ndarray, np.ndarray, SeqDB], ...]  # _profile of a, of b
+
+    def align(self, backend) -> AlignedRows:
+        """The merged alignment (see :func:`merge_alignments`), on ``backend``."""
+        _set_threads(self.params.threads)
+        (pa, _, rank_a, db_a), (pb, _, rank_b, db_b) = self.sides
+        wa, wb = len(pa), len(pb)
+        matrix = np.ascontiguousarray(load_matrix(self.params.matrix), dtype=np.int64)
+        g = gap_vector(gap_costs(self.params, len(db_a) + len(db_b)))
+        batch = AlignBatch(
+            np.concatenate((pa, pb)), np.array([0, wa, wa + wb], dtype=np.int64),
+            np.array([len(db_a), len(db_b)], dtype=np.int64), matrix, g,
+        )
+        with current().stage("aligning profiles"):
+            result = backend.profile_align(batch)
+        maps = backend.to_host(result.maps).astype(np.int64)
+        offsets = np.asarray(backend.to_host(result.col_offsets))
+        width = int(offsets[1] - offsets[0])
+        return AlignedRows.concat(
+            [_plain(self.a, db_a), _plain(self.b, db_b)], [maps[:wa][rank_a], maps[wa:][rank_b]], width
+        )
+
+
+def prepare_merge(a: AlignedRows, b: AlignedRows, params: AlignParams) -> Merge:
+    """The host side of merging ``b`` into ``a``: the sequence type settled, both profiles."""
     params = _settle(params, [_flat(a)[0], _flat(b)[0]], ["A is", "B is"])
-    pa, _, rank_a, db_a = _profile(a, params.seq_type)
-    pb, _, rank_b, db_b = _profile(b, params.seq_type)
-    wa, wb = len(pa), len(pb)
-    matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
-    g = gap_vector(gap_costs(params, len(db_a) + len(db_b)))
-    batch = AlignBatch(
-        np.concatenate((pa, pb)), np.array([0, wa, wa + wb], dtype=np.int64),
-        np.array([len(db_a), len(db_b)], dtype=np.int64), matrix, g,
-    )
-    with current().stage("aligning profiles"):
-        result = backend.profile_align(batch)
-    maps = backend.to_host(result.maps).astype(np.int64)
-    offsets = np.asarray(backend.to_host(result.col_offsets))
-    width = int(offsets[1] - offsets[0])
-    return AlignedRows.concat(
-        [_plain(a, db_a), _plain(b, db_b)], [maps[:wa][rank_a], maps[wa:][rank_b]], width
-    )
+    return Merge(a, b, params, (_profile(a, params.seq_type), _profile(b, params.seq_type)))
 
 
 def add_sequences(
@@ -93,56 +112,81 @@ def add_sequences(
     insertions are left out of the new rows (MAFFT's ``--keeplength``).
     Returns the alignment and the number of residues left out.
     """
-    _set_threads(params.threads)
-    params = _settle(params, [_flat(existing)[0], new], ["the alignment is", "the new sequences are"])
-    new = new.encoded(params.seq_type)
-    profile, kept, _, db_e = _profile(existing, params.seq_type)
-    width_p, n_e = len(profile), len(db_e)
-    matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
-    g = gap_vector(gap_costs(params, n_e + len(new)))
-    xp = backend.xp
-    stored = [xp.asarray(profile)]
-    codes = xp.asarray(new.codes)
-    lengths = new.lengths
-    per_batch = max(1, ADD_BATCH_BYTES // max(1, width_p * N_COUNTS * 4))
-    slot = np.empty(len(new.codes), dtype=np.int64)  # profile columns left of each new residue
-    matched = np.empty(len(new.codes), dtype=bool)
-    with current().stage("aligning to the profile", total=len(new)) as advance:
-        for lo in range(0, len(new), per_batch):
-            hi = min(len(new), lo + per_batch)
-            m = hi - lo
-            part = np.tile(np.array([0, -1]), m)
-            start = np.zeros(2 * m, dtype=np.int64)
-            start[1::2] = new.offsets[lo:hi]
-            widths = np.zeros(2 * m, dtype=np.int64)
-            widths[0::2] = width_p
-            widths[1::2] = lengths[lo:hi]
-            gathered = backend.gather_profiles(stored, part, start, widths, codes)
-            col_offsets = np.concatenate(([0], np.cumsum(widths)))
-            n_seqs = np.tile(np.array([n_e, 1], dtype=np.int64), m)
-            result = backend.profile_align(AlignBatch(gathered, col_offsets, n_seqs, matrix, g))
-            del gathered
-            seg = slice(new.offsets[lo], new.offsets[hi])
-            slot[seg], matched[seg] = backend.residue_slots(result.maps, col_offsets, width_p)
-            advance(m)
-    res_row = np.repeat(np.arange(len(new)), lengths)
-    ins = np.flatnonzero(~matched)
-    if keep_length:
-        keep = matched
-        new_db = _residue_subset(new, keep)
-        new_cols = kept[slot[keep]]
-        width = existing.width
+    return prepare_addition(existing, new, params).align(backend, keep_length)
+
+
+@dataclass(frozen=True)
+class Addition:
+    """The host side of an addition: parameters settled, the new sequences encoded, the
+    existing alignment's profile (``kept``: its columns that hold residues)."""
+
+    existing: AlignedRows
+    new: SeqDB
+    params: AlignParams
+    profile: np.ndarray
+    kept: np.ndarray
+    db_e: SeqDB
+
+    def align(self, backend, keep_length: bool = False) -> tuple[AlignedRows, int]:
+        """The alignment and the residues left out (see :func:`add_sequences`), on ``backend``."""
+        existing, new, params, profile, kept, db_e = (
+            self.existing, self.new, self.params, self.profile, self.kept, self.db_e
+        )
+        _set_threads(params.threads)
+        width_p, n_e = len(profile), len(db_e)
+        matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
+        g = gap_vector(gap_costs(params, n_e + len(new)))
+        xp = backend.xp
+        stored = [xp.asarray(profile)]
+        codes = xp.asarray(new.codes)
+        lengths = new.lengths
+        per_batch = max(1, ADD_BATCH_BYTES // max(1, width_p * N_COUNTS * 4))
+        slot = np.empty(len(new.codes), dtype=np.int64)  # profile columns left of each new residue
+        matched = np.empty(len(new.codes), dtype=bool)
+        with current().stage("aligning to the profile", total=len(new)) as advance:
+            for lo in range(0, len(new), per_batch):
+                hi = min(len(new), lo + per_batch)
+                m = hi - lo
+                part = np.tile(np.array([0, -1]), m)
+                start = np.zeros(2 * m, dtype=np.int64)
+                start[1::2] = new.offsets[lo:hi]
+                widths = np.zeros(2 * m, dtype=np.int64)
+                widths[0::2] = width_p
+                widths[1::2] = lengths[lo:hi]
+                gathered = backend.gather_profiles(stored, part, start, widths, codes)
+                col_offsets = np.concatenate(([0], np.cumsum(widths)))
+                n_seqs = np.tile(np.array([n_e, 1], dtype=np.int64), m)
+                result = backend.profile_align(AlignBatch(gathered, col_offsets, n_seqs, matrix, g))
+                del gathered
+                seg = slice(new.offsets[lo], new.offsets[hi])
+                slot[seg], matched[seg] = backend.residue_slots(result.maps, col_offsets, width_p)
+                advance(m)
+        res_row = np.repeat(np.arange(len(new)), lengths)
+        ins = np.flatnonzero(~matched)
+        if keep_length:
+            keep = matched
+            new_db = _residue_subset(new, keep)
+            new_cols = kept[slot[keep]]
+            width = existing.width
+            old_cols = _flat(existing)[1]
+            return AlignedRows.concat([_plain(existing, db_e), _plain_db(new_db)], [old_cols, new_cols], width), len(ins)
+        run = np.ones(len(ins), dtype=bool)
+        run[1:] = (res_row[ins[1:]] != res_row[ins[:-1]]) | (slot[ins[1:]] != slot[ins[:-1]])
+        rank = np.arange(len(ins)) - np.maximum.accumulate(np.where(run, np.arange(len(ins)), 0))
+        old, placed, width = insert_columns(existing.width, kept, slot[ins], rank)
+        new_cols = np.empty(len(new.codes), dtype=np.int64)
+        new_cols[matched] = old[kept[slot[matched]]]
+        new_cols[ins] = placed
         old_cols = _flat(existing)[1]
-        return AlignedRows.concat([_plain(existing, db_e), _plain_db(new_db)], [old_cols, new_cols], width), len(ins)
-    run = np.ones(len(ins), dtype=bool)
-    run[1:] = (res_row[ins[1:]] != res_row[ins[:-1]]) | (slot[ins[1:]] != slot[ins[:-1]])
-    rank = np.arange(len(ins)) - np.maximum.accumulate(np.where(run, np.arange(len(ins)), 0))
-    old, placed, width = insert_columns(existing.width, kept, slot[ins], rank)
-    new_cols = np.empty(len(new.codes), dtype=np.int64)
-    new_cols[matched] = old[kept[slot[matched]]]
-    new_cols[ins] = placed
-    old_cols = _flat(existing)[1]
-    return AlignedRows.concat([_plain(existing, db_e), _plain_db(new)], [old[old_cols], new_cols], width), 0
+        return AlignedRows.concat([_plain(existing, db_e), _plain_db(new)], [old[old_cols], new_cols], width), 0
+
+
+def prepare_addition(existing: AlignedRows, new: SeqDB, params: AlignParams) -> Addition:
+    """The host side of adding ``new`` to ``existing``: the sequence type settled, the new
+    sequences encoded, the profile of the existing rows."""
+    params = _settle(params, [_flat(existing)[0], new], ["the alignment is", "the new sequences are"])
+    profile, kept, _, db_e = _profile(existing, params.seq_type)
+    return Addition(existing, new.encoded(params.seq_type), params, profile, kept, db_e)
 
 
 def _flat(aligned: AlignedRows) -> tuple[SeqDB, np.ndarray]:
@@ -167,3 +211,11 @@ def _residue_subset(db: SeqDB, keep: np.ndarray) -> SeqDB:
     """``db`` with only the residues where ``keep`` (records may become empty)."""
     offsets = np.concatenate(([0], np.cumsum(keep)))[db.offsets]
     return SeqDB(db.names, db.descriptions, db.residues[keep], offsets, db.codes[keep])
+
+
+def _set_threads(threads: int) -> None:
+    """The CPU backend's thread count (msa.pipeline's), set when the backend work begins:
+    importing the pipeline (Numba) is left to the backend's start, not to the host side."""
+    from msa.pipeline import _set_threads as set_threads
+
+    set_threads(threads)

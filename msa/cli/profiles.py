@@ -43,9 +43,11 @@ def merge(
         with BackendStart(params.device) as backend_start:
             with progress.stage("reading"):
                 a, b = read_alignment(first, in_format), read_alignment(second, in_format)
+            from msa.merge import prepare_merge
+
+            merge = prepare_merge(a, b, params)  # the profiles, while the backend starts
             with _output(output) as out:
-                from msa.merge import merge_alignments
-                merged = merge_alignments(a, b, params, backend_start.backend(quiet=quiet))
+                merged = merge.align(backend_start.backend(quiet=quiet))
                 with progress.stage("writing"):
                     write_alignment(out, merged, fmt.value)
         progress.note(f"merged {len(a.names)} + {len(b.names)} rows of {a.width} and {b.width} columns "
@@ -83,9 +85,11 @@ def add(
             with progress.stage("reading"):
                 old = read_alignment(existing, in_format)
                 db = read_fasta(new)
+            from msa.merge import prepare_addition
+
+            addition = prepare_addition(old, db, params)  # the profile, while the backend starts
             with _output(output) as out:
-                from msa.merge import add_sequences
-                result, dropped = add_sequences(old, db, params, backend_start.backend(quiet=quiet), keep_length)
+                result, dropped = addition.align(backend_start.backend(quiet=quiet), keep_length)
                 with progress.stage("writing"):
                     write_alignment(out, result, fmt.value)
         progress.note(

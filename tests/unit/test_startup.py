@@ -129,12 +129,62 @@ def test_cached_functions_load_without_numbas_registries() -> None:
 
 
 def test_add_and_merge_options_leave_numba_to_the_backend_start() -> None:
-    """msa add/merge read their alignments while the backend starts: checking their options
-    must not import the pipeline (and Numba) on the main thread first."""
+    """msa add/merge read their alignments and make their profiles while the backend starts:
+    checking their options and the host side must not import the pipeline (and Numba) on the
+    main thread first."""
     out = _printed(
         "import sys\n"
         "from msa.cli.profiles import _scoring_params\n"
-        "_scoring_params('auto', None, None, None, None, 0, 'cpu', True)\n"
+        "from msa.alignment import AlignedRows\n"
+        "from msa.io.fasta import parse_aligned_fasta\n"
+        "from msa.merge import prepare_addition, prepare_merge\n"
+        "from msa.seqdb import SeqDB\n"
+        "params = _scoring_params('auto', None, None, None, None, 0, 'cpu', True)\n"
+        "names, heads, text, offsets = parse_aligned_fasta(b'>a\\nMK-VL\\n>b\\nMKWV-\\n', 'x')\n"
+        "aligned = AlignedRows.from_text(names, heads, text, offsets, None, 5)\n"
+        "prepare_addition(aligned, SeqDB.from_pairs([('n', 'MKVL')]), params)\n"
+        "prepare_merge(aligned, aligned, params)\n"
         "print('numba' in sys.modules, 'msa.pipeline' in sys.modules)\n"
     )
     assert out.split() == ["False", "False"]
+
+
+class _FakeDriver:
+    """libcuda's three start calls, recorded; ``failing`` names one that returns an error."""
+
+    def __init__(self, failing: str | None = None) -> None:
+        self.calls: list[tuple] = []
+        self.failing = failing
+
+    def __getattr__(self, name: str):
+        def call(*args):
+            self.calls.append((name, *[getattr(a, "_obj", a) for a in args]))
+            return 100 if name == self.failing else 0  # CUDA_ERROR_NO_DEVICE
+
+        return call
+
+
+def test_the_primary_context_is_made_through_the_driver(monkeypatch) -> None:
+    """start_cuda's context thread: cuInit, the device's handle, its primary context retained
+    (the one CuPy's runtime then uses); a failing step stops there, a missing driver is quiet."""
+    import ctypes
+
+    import msa.backends as backends
+
+    driver = _FakeDriver()
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: driver)
+    backends._retain_primary_context(3)
+    assert [c[0] for c in driver.calls] == ["cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain"]
+    assert driver.calls[1][2] == 3
+    for failing, made in (("cuInit", 1), ("cuDeviceGet", 2)):
+        driver = _FakeDriver(failing)
+        monkeypatch.setattr(ctypes, "CDLL", lambda name: driver)
+        backends._retain_primary_context(0)
+        assert len(driver.calls) == made
+
+    def missing(name):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    backends._retain_primary_context(0)  # nothing raised
+    backends.start_cuda(0)  # nor here, whatever this machine has
