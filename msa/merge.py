@@ -44,11 +44,14 @@ def _settle(params: AlignParams, dbs: list[SeqDB], labels: list[str]) -> AlignPa
     return params.resolved(kinds[0])
 
 
-def _profile(aligned: AlignedRows, seq_type: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, SeqDB]:
-    """(counts, kept columns, rank of every residue's column among them, the rows' SeqDB)."""
-    db, columns = _flat(aligned)
+def _profile(
+    flat: tuple[SeqDB, np.ndarray], width: int, seq_type: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, SeqDB]:
+    """(counts, kept columns, rank of every residue's column among them, the rows' SeqDB) of an
+    alignment ``width`` columns wide, given as its :func:`_flat` rows and columns."""
+    db, columns = flat
     db = db.encoded(seq_type)
-    used = np.zeros(aligned.width, dtype=bool)  # columns that hold a residue: O(residues), no sort
+    used = np.zeros(width, dtype=bool)  # columns that hold a residue: O(residues), no sort
     used[columns] = True
     kept = np.flatnonzero(used)
     rank = (np.cumsum(used) - 1)[columns]
@@ -96,8 +99,10 @@ class Merge:
 
 def prepare_merge(a: AlignedRows, b: AlignedRows, params: AlignParams) -> Merge:
     """The host side of merging ``b`` into ``a``: the sequence type settled, both profiles."""
-    params = _settle(params, [_flat(a)[0], _flat(b)[0]], ["A is", "B is"])
-    return Merge(a, b, params, (_profile(a, params.seq_type), _profile(b, params.seq_type)))
+    flat_a, flat_b = _flat(a), _flat(b)
+    params = _settle(params, [flat_a[0], flat_b[0]], ["A is", "B is"])
+    sides = (_profile(flat_a, a.width, params.seq_type), _profile(flat_b, b.width, params.seq_type))
+    return Merge(a, b, params, sides)
 
 
 def add_sequences(
@@ -118,7 +123,8 @@ def add_sequences(
 @dataclass(frozen=True)
 class Addition:
     """The host side of an addition: parameters settled, the new sequences encoded, the
-    existing alignment's profile (``kept``: its columns that hold residues)."""
+    existing alignment's profile (``kept``: its columns that hold residues; ``old_cols``: the
+    column of each of its residues)."""
 
     existing: AlignedRows
     new: SeqDB
@@ -126,11 +132,12 @@ class Addition:
     profile: np.ndarray
     kept: np.ndarray
     db_e: SeqDB
+    old_cols: np.ndarray
 
     def align(self, backend, keep_length: bool = False) -> tuple[AlignedRows, int]:
         """The alignment and the residues left out (see :func:`add_sequences`), on ``backend``."""
-        existing, new, params, profile, kept, db_e = (
-            self.existing, self.new, self.params, self.profile, self.kept, self.db_e
+        existing, new, params, profile, kept, db_e, old_cols = (
+            self.existing, self.new, self.params, self.profile, self.kept, self.db_e, self.old_cols
         )
         _set_threads(params.threads)
         width_p, n_e = len(profile), len(db_e)
@@ -168,7 +175,6 @@ class Addition:
             new_db = _residue_subset(new, keep)
             new_cols = kept[slot[keep]]
             width = existing.width
-            old_cols = _flat(existing)[1]
             return AlignedRows.concat([_plain(existing, db_e), _plain_db(new_db)], [old_cols, new_cols], width), len(ins)
         run = np.ones(len(ins), dtype=bool)
         run[1:] = (res_row[ins[1:]] != res_row[ins[:-1]]) | (slot[ins[1:]] != slot[ins[:-1]])
@@ -177,16 +183,16 @@ class Addition:
         new_cols = np.empty(len(new.codes), dtype=np.int64)
         new_cols[matched] = old[kept[slot[matched]]]
         new_cols[ins] = placed
-        old_cols = _flat(existing)[1]
         return AlignedRows.concat([_plain(existing, db_e), _plain_db(new)], [old[old_cols], new_cols], width), 0
 
 
 def prepare_addition(existing: AlignedRows, new: SeqDB, params: AlignParams) -> Addition:
     """The host side of adding ``new`` to ``existing``: the sequence type settled, the new
     sequences encoded, the profile of the existing rows."""
-    params = _settle(params, [_flat(existing)[0], new], ["the alignment is", "the new sequences are"])
-    profile, kept, _, db_e = _profile(existing, params.seq_type)
-    return Addition(existing, new.encoded(params.seq_type), params, profile, kept, db_e)
+    flat = _flat(existing)
+    params = _settle(params, [flat[0], new], ["the alignment is", "the new sequences are"])
+    profile, kept, _, db_e = _profile(flat, existing.width, params.seq_type)
+    return Addition(existing, new.encoded(params.seq_type), params, profile, kept, db_e, flat[1])
 
 
 def _flat(aligned: AlignedRows) -> tuple[SeqDB, np.ndarray]:

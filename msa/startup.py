@@ -42,9 +42,9 @@ class BackendStart:
     need nothing from the input. Begun first, they run while the main thread
     reads and de-duplicates it, NumPy work that mostly releases the GIL. Two
     threads: one imports the pipeline (Numba) and loads its first compiled
-    function; the other imports CuPy and makes the CUDA context (C calls that
-    run beside the Numba import), then, once the pipeline is imported, makes
-    the backend. So no two threads import the same modules at once.
+    function; the other imports CuPy while the CUDA context is made through the
+    driver on a third (msa.backends.start_cuda), then, once the pipeline is
+    imported, makes the backend. So no two threads import the same modules at once.
     ``backend()`` waits for the backend only and raises what its start raised
     (no GPU for ``--device cuda``) in the caller's thread; leaving the ``with``
     block waits for both threads, so no error path exits the process while a
