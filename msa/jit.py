@@ -92,8 +92,93 @@ class _LazyCache:
         except (ImportError, AttributeError):  # Numba's internals changed: its own way
             return cache.load_overload(sig, target_context)
         rtsys.initialize(target_context)
+        _load_symbols_from_object(target_context.codegen())
         with guard():
             return load(sig, target_context)
+
+
+def _load_symbols_from_object(codegen: Any) -> None:
+    """Make ``codegen`` load cache entries without parsing their linking bitcode (once a process).
+
+    A cache entry holds a function's object code and the bitcode other functions link against
+    when they are compiled. Numba parses that bitcode on every load and walks it to learn the
+    symbols the object defines: 0.07 s of the example's 0.56 s on the 2-core dev machine
+    (benchmarks/NOTES.md, session 10). A run that only loads needs neither: the symbols are read
+    from the object's ELF symbol table (a superset of the bitcode's: checked for every entry
+    in tests/unit/test_jitcache.py) and the bitcode is parsed the first time a compile links
+    the function. Objects that are not 64-bit little-endian ELF load as Numba loads them.
+    """
+    base = getattr(codegen, "_library_class", None)
+    if base is None or getattr(base, "_defers_linking_bitcode", False):
+        return
+    try:
+        from llvmlite import binding as ll
+        from numba.core.codegen import JITCodeLibrary
+
+        if not issubclass(base, JITCodeLibrary):
+            return
+        for name in ("enable_object_caching", "_set_compiled_object", "_finalize_final_module", "_get_module_for_linking"):
+            getattr(base, name)
+        codegen._engine._defined_symbols  # noqa: B018  (what Numba's eager load fills)
+    except (ImportError, AttributeError):  # Numba's internals changed: its own way
+        return
+
+    class ObjectSymbolsLibrary(base):  # type: ignore[misc, valid-type]
+        """A JIT library whose cached bitcode is parsed when a compile first links it."""
+
+        _defers_linking_bitcode = True
+        _linking_bitcode: bytes | None = None
+
+        @classmethod
+        def _unserialize(cls, codegen: Any, state: Any) -> Any:
+            name, kind, data = state
+            symbols = elf_defined_symbols(data[0]) if kind == "object" else None
+            if symbols is None:
+                return super()._unserialize(codegen, state)
+            library = codegen.create_library(name)
+            library.enable_object_caching()
+            library._set_compiled_object(data[0])
+            library._linking_bitcode = data[1]
+            library._finalize_final_module()
+            codegen._engine._defined_symbols |= symbols
+            return library
+
+        def _get_module_for_linking(self) -> Any:
+            if self._shared_module is None and self._linking_bitcode is not None:
+                self._shared_module = ll.parse_bitcode(self._linking_bitcode)
+                self._linking_bitcode = None
+            return super()._get_module_for_linking()
+
+    codegen._library_class = ObjectSymbolsLibrary
+
+
+#: ELF64 section header and symbol table entry (little-endian), as the System V ABI lays them out.
+_ELF_SECTION = [("name", "<u4"), ("type", "<u4"), ("flags", "<u8"), ("addr", "<u8"), ("offset", "<u8"),
+                ("size", "<u8"), ("link", "<u4"), ("info", "<u4"), ("align", "<u8"), ("entsize", "<u8")]
+_ELF_SYMBOL = [("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"), ("value", "<u8"), ("size", "<u8")]
+#: Symbol types that name code or data (STT_NOTYPE, OBJECT, FUNC, COMMON, TLS); not SECTION or FILE.
+_ELF_NAMED_TYPES = (0, 1, 2, 5, 6)
+
+
+def elf_defined_symbols(obj: bytes) -> set[str] | None:
+    """The names an ELF64 little-endian relocatable object defines (None for any other object)."""
+    import numpy as np
+
+    if obj[:6] != b"\x7fELF\x02\x01":
+        return None
+    sections = np.frombuffer(
+        obj, np.dtype(_ELF_SECTION), count=int.from_bytes(obj[0x3C:0x3E], "little"),
+        offset=int.from_bytes(obj[0x28:0x30], "little"),
+    )
+    tables = np.flatnonzero(sections["type"] == 2)  # SHT_SYMTAB
+    if len(tables) != 1:
+        return None
+    table = sections[tables[0]]
+    strings = sections[table["link"]]
+    symbols = np.frombuffer(obj, np.dtype(_ELF_SYMBOL), count=int(table["size"]) // 24, offset=int(table["offset"]))
+    named = np.isin(symbols["info"] & 0xF, _ELF_NAMED_TYPES) & (symbols["shndx"] != 0) & (symbols["name"] != 0)
+    text = obj[int(strings["offset"]): int(strings["offset"] + strings["size"])]
+    return {text[i: text.index(b"\0", i)].decode() for i in symbols["name"][named].tolist()}
 
 
 def _make_cache(py_func: Callable) -> Any:

@@ -78,7 +78,7 @@ class Merge:
 
     def align(self, backend) -> AlignedRows:
         """The merged alignment (see :func:`merge_alignments`), on ``backend``."""
-        _set_threads(self.params.threads)
+        _set_threads(self.params.threads, backend)
         (pa, _, rank_a, db_a), (pb, _, rank_b, db_b) = self.sides
         wa, wb = len(pa), len(pb)
         matrix = np.ascontiguousarray(load_matrix(self.params.matrix), dtype=np.int64)
@@ -92,6 +92,7 @@ class Merge:
         maps = backend.to_host(result.maps).astype(np.int64)
         offsets = np.asarray(backend.to_host(result.col_offsets))
         width = int(offsets[1] - offsets[0])
+        _set_threads(self.params.threads)
         return AlignedRows.concat(
             [_plain(self.a, db_a), _plain(self.b, db_b)], [maps[:wa][rank_a], maps[wa:][rank_b]], width
         )
@@ -139,7 +140,7 @@ class Addition:
         existing, new, params, profile, kept, db_e, old_cols = (
             self.existing, self.new, self.params, self.profile, self.kept, self.db_e, self.old_cols
         )
-        _set_threads(params.threads)
+        _set_threads(params.threads, backend)
         width_p, n_e = len(profile), len(db_e)
         matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
         g = gap_vector(gap_costs(params, n_e + len(new)))
@@ -168,6 +169,7 @@ class Addition:
                 seg = slice(new.offsets[lo], new.offsets[hi])
                 slot[seg], matched[seg] = backend.residue_slots(result.maps, col_offsets, width_p)
                 advance(m)
+        _set_threads(params.threads)
         res_row = np.repeat(np.arange(len(new)), lengths)
         ins = np.flatnonzero(~matched)
         if keep_length:
@@ -219,9 +221,12 @@ def _residue_subset(db: SeqDB, keep: np.ndarray) -> SeqDB:
     return SeqDB(db.names, db.descriptions, db.residues[keep], offsets, db.codes[keep])
 
 
-def _set_threads(threads: int) -> None:
-    """The CPU backend's thread count (msa.pipeline's), set when the backend work begins:
-    importing the pipeline (Numba) is left to the backend's start, not to the host side."""
+def _set_threads(threads: int, backend=None) -> None:
+    """Numba's thread count (msa.pipeline's), for the CPU backend's work (given ``backend``, set
+    only if it is the CPU's) and then for writing the rows. Importing the pipeline (Numba) is
+    left to the backend's start, which on a GPU does it while the GPU aligns (msa.startup)."""
+    if backend is not None and backend.name != "cpu":
+        return
     from msa.pipeline import _set_threads as set_threads
 
     set_threads(threads)

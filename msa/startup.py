@@ -44,20 +44,28 @@ class BackendStart:
     threads: one imports the pipeline (Numba) and loads its first compiled
     function; the other imports CuPy while the CUDA context is made through the
     driver on a third (msa.backends.start_cuda), then, once the pipeline is
-    imported, makes the backend. So no two threads import the same modules at once.
+    imported, makes the backend, so the two do not import the same modules at once
+    (``gpu_before_numba`` turns the order round: the CUDA backend's modules import
+    no Numba, and the Numba thread starts once the backend is made).
     ``backend()`` waits for the backend only and raises what its start raised
     (no GPU for ``--device cuda``) in the caller's thread; leaving the ``with``
     block waits for both threads, so no error path exits the process while a
     CUDA context is half made.
     """
 
-    def __init__(self, device: str, memory_cap: int | None = None, small: bool = False) -> None:
+    def __init__(
+        self, device: str, memory_cap: int | None = None, small: bool = False, gpu_before_numba: bool = False
+    ) -> None:
         """``small``: the input is small (:func:`small_input`); under ``auto`` the CPU backend
         starts, and :meth:`sequences` starts the GPU instead if the input turns out to hold
-        more sequences than the two backends align alike."""
+        more sequences than the two backends align alike. ``gpu_before_numba``: the run's GPU
+        work needs no Numba (``add``, ``merge``: only their writing does), so the CUDA backend
+        is made as soon as CuPy is imported and Numba is imported after it, while the GPU
+        works; on the CPU Numba is imported at once, as always."""
         self._deferred = device == "auto" and small
         self._device = "cpu" if self._deferred else device
         self._memory_cap = memory_cap
+        self._gpu_first = gpu_before_numba
         self._start()
 
     def _start(self) -> None:
@@ -70,7 +78,9 @@ class BackendStart:
             target=_load_numba, args=(self._blas_block, self._imported), name="msa-numba-start", daemon=True
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
-        self._numba.start()
+        self._numba_first = not self._gpu_first or self._device == "cpu"
+        if self._numba_first:
+            self._numba.start()
         self._thread.start()
 
     def sequences(self, n: int) -> None:
@@ -97,13 +107,16 @@ class BackendStart:
         try:
             if self._device != "cpu":
                 start_cuda()
-            self._imported.wait()
+            if self._numba_first:
+                self._imported.wait()
             make, note = prepare_backend(self._device, self._memory_cap)
             self._result = make(), note
         except BaseException as exc:  # re-raised by backend(), in the main thread
             self._error = exc
         finally:
             self._ready.set()
+            if not self._numba_first:  # the backend is made (or failed): Numba's turn
+                self._numba.start()
 
     def backend(self, *, quiet: bool = False) -> Backend:
         """The started backend (waits for it); prints ``auto``'s choice unless quiet."""

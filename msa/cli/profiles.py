@@ -40,7 +40,7 @@ def merge(
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         from msa.io.formats import read_alignment
 
-        with BackendStart(params.device) as backend_start:
+        with BackendStart(params.device, gpu_before_numba=True) as backend_start:
             with progress.stage("reading"):
                 a, b = read_alignment(first, in_format), read_alignment(second, in_format)
             from msa.merge import prepare_merge
@@ -81,7 +81,7 @@ def add(
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         from msa.io.formats import read_alignment
 
-        with BackendStart(params.device) as backend_start:
+        with BackendStart(params.device, gpu_before_numba=True) as backend_start:
             with progress.stage("reading"):
                 old = read_alignment(existing, in_format)
                 db = read_fasta(new)
@@ -101,7 +101,7 @@ def add(
 def _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet) -> AlignParams:
     """merge's and add's AlignParams: the scoring options; an unknown matrix fails before any
     work. Nothing here imports the pipeline (Numba): that import belongs to the backend's
-    start, which runs while the alignments are read (msa.merge sets the CPU threads)."""
+    start, which on a GPU comes while the GPU aligns (msa.merge sets Numba's threads)."""
     params = _params(seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
                      terminal_gap=terminal_gap, threads=threads, device=device, quiet=quiet)
     _check_scoring(params)

@@ -273,8 +273,16 @@ RUN_KINDS = textwrap.dedent(
         raised = "nothing"
     except ZeroDivisionError:
         raised = "ZeroDivisionError"
-    print(out.tolist(), int(total), kinds.containers(5), raised, 'numba.np.arraymath' in sys.modules,
-          sum(kinds.divide.stats.cache_hits.values()))
+    registries = 'numba.np.arraymath' in sys.modules
+    import numba
+
+    @numba.njit
+    def caller(a, b):  # compiled now: links the cached divide, whose bitcode was not parsed at load
+        return kinds.divide(a, b) + 1
+
+    library = kinds.divide.overloads[kinds.divide.signatures[0]].library
+    print(out.tolist(), int(total), kinds.containers(5), raised, caller(7, 2), type(library).__name__,
+          registries, sum(kinds.divide.stats.cache_hits.values()))
     """
 )
 
@@ -291,6 +299,40 @@ def test_functions_loaded_without_registries_still_run(tmp_path: Path) -> None:
                        timeout=600, check=True).stdout.split("] ", 1)[1].strip()
         for _ in range(2)
     ]
-    expected = "90 (5, 16, '5') ZeroDivisionError"
+    expected = "90 (5, 16, '5') ZeroDivisionError 4"
     assert runs[0].startswith(expected) and runs[1].startswith(expected)
-    assert runs[1].endswith("False 1"), runs[1]  # from the cache, registries never loaded
+    # from the cache, registries never loaded, symbols read from the object code
+    assert runs[1].endswith("ObjectSymbolsLibrary False 1"), runs[1]
+
+
+def test_object_symbols_cover_the_linking_bitcode() -> None:
+    """What a cache load reads from the object's ELF symbol table instead of parsing the bitcode
+    (msa.jit._load_symbols_from_object) names every symbol the bitcode defines, for functions
+    of the kinds msa compiles (parallel and nogil; one that calls others), compiled afresh here
+    so that their object code and bitcode are what a cache entry would hold."""
+    import numba
+    import numpy as np
+    from llvmlite import binding as ll
+
+    from msa.seqops import hash_sequences, same_sequences
+
+    residues = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY" * 3, dtype=np.uint8).copy()
+    offsets = np.array([0, 20, 40, 60], dtype=np.int64)
+    fresh = numba.njit(parallel=True, nogil=True)(hash_sequences.py_func)
+    fresh(residues, offsets)
+    one = np.array([0], dtype=np.int64)
+
+    @numba.njit
+    def calls_others(residues, offsets):  # links two of msa's functions into its own library
+        return fresh(residues, offsets).sum() + same_sequences(residues, offsets, one, one + 1).sum()
+
+    calls_others(residues, offsets)
+    for dispatcher in (fresh, calls_others):
+        _, kind, (obj, bitcode) = next(iter(dispatcher.overloads.values())).library.serialize_using_object_code()
+        module = ll.parse_bitcode(bitcode)
+        defined = {g.name for gs in (module.functions, module.global_variables) for g in gs if not g.is_declaration}
+        symbols = jit.elf_defined_symbols(obj)
+        if sys.platform.startswith("linux"):
+            assert symbols is not None and defined <= symbols, sorted(defined - (symbols or set()))[:5]
+            assert len(defined) > 5
+    assert jit.elf_defined_symbols(b"\xcf\xfa\xed\xfe" + bytes(60)) is None  # Mach-O: Numba's own load

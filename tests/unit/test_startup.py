@@ -188,3 +188,54 @@ def test_the_primary_context_is_made_through_the_driver(monkeypatch) -> None:
     monkeypatch.setattr(ctypes, "CDLL", missing)
     backends._retain_primary_context(0)  # nothing raised
     backends.start_cuda(0)  # nor here, whatever this machine has
+
+
+def test_the_cuda_backend_imports_no_numba() -> None:
+    """msa add/merge make the CUDA backend before Numba is imported (BackendStart's
+    gpu_before_numba): the backend's modules, imported with a stand-in CuPy here, must not
+    import Numba or the Numba-compiled modules they call into."""
+    out = _printed(
+        "import sys\n"
+        "from unittest import mock\n"
+        "sys.modules['cupy'] = mock.MagicMock(name='cupy')\n"
+        "import msa.backends.cuda\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba' or m in ('msa.jit', 'msa.pipeline')))\n"
+    )
+    assert out.strip() == "[]"
+
+
+def test_gpu_before_numba_makes_the_backend_first(monkeypatch) -> None:
+    """With gpu_before_numba the backend is made before the Numba thread starts, and that
+    thread still runs (the rows are written by Numba); on the CPU, Numba comes first as usual."""
+    import threading
+
+    import msa.startup
+    from msa.backends.cpu import CpuBackend
+
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def prepare(device, memory_cap=None):
+        def make():
+            with lock:
+                order.append(f"backend {device}")
+            return CpuBackend()
+
+        return make, None
+
+    def load_numba(block, imported):
+        with lock:
+            order.append("numba")
+        imported.set()
+        block.release()
+
+    monkeypatch.setattr(msa.startup, "prepare_backend", prepare)
+    monkeypatch.setattr(msa.startup, "start_cuda", lambda: None)
+    monkeypatch.setattr(msa.startup, "_load_numba", load_numba)
+    with msa.startup.BackendStart("cuda", gpu_before_numba=True) as start:
+        start.backend(quiet=True)
+    assert order == ["backend cuda", "numba"]
+    order.clear()
+    with msa.startup.BackendStart("cpu", gpu_before_numba=True) as start:
+        start.backend(quiet=True)
+    assert order == ["numba", "backend cpu"]

@@ -8,6 +8,11 @@ tests/gpu checks it). One module per stage, each beside its CPU oracle of the
 same name: ``kmers``, ``lcs``, ``sw``, ``align``; ``segments`` moves profile
 rows between progressive levels, and ``memory`` cuts work into pieces that fit
 the free device memory. :class:`CudaBackend` mixes the stages together.
+
+The stage modules import the host-side Numba functions they call (the CPU's tables and
+layouts) inside the functions that call them, so that importing this package and making the
+backend import no Numba: ``msa add`` and ``msa merge`` start the backend first and import
+Numba, which only their writing needs, while the GPU aligns (msa.startup).
 """
 from __future__ import annotations
 

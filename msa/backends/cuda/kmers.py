@@ -10,9 +10,7 @@ import cupy as cp
 import numpy as np
 
 from msa import kernels
-from msa.backends.cpu.kmers import build_kmer_tables
 from msa.backends.cuda.memory import DeviceStage, condensed_layout, run_in_pieces
-from msa.distances.condensed import condensed_rows
 from msa.distances.kmers import MAX_KMER_DIST, N_KMERS, SECTION, KmerAlphabet, KmerTables, section_layout
 
 #: Members (threads) per nearest_reference block; one block fills an SM's shared memory.
@@ -95,6 +93,8 @@ class KmerStage(DeviceStage):
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
         if n == 0:
+            from msa.backends.cpu.kmers import build_kmer_tables
+
             return DeviceKmerTables.upload(build_kmer_tables(codes, offsets, alphabet))
         windows = np.zeros(n, dtype=np.int64)
         n_distinct = np.zeros(n, dtype=np.int32)
@@ -142,7 +142,7 @@ class KmerStage(DeviceStage):
             keys.sort()  # CuPy's thrust sort, shipped compiled; KEY_NONE last
         windows = d_windows.get().view(np.int64)
         wstart = np.concatenate(([0], np.cumsum(windows)[:-1])).astype(np.int64)
-        d_wstart, d_win = cp.asarray(wstart), cp.asarray(windows)
+        d_wstart, d_win = cp.asarray(wstart), d_windows.view(cp.int64)  # the counts stay on the device
         d_nd = cp.empty(n_seq, dtype=cp.int32)
         grid = (-(-n_seq // 256),)
         null = np.uint64(0)  # no run_off / out_code / out_count: count only
@@ -272,6 +272,8 @@ class KmerStage(DeviceStage):
 
     def _matrix_piece(self, t, ids: np.ndarray, group_off: np.ndarray, cap: float) -> np.ndarray:
         """One launch for the condensed matrices of these groups (host result)."""
+        from msa.distances.condensed import condensed_rows
+
         row_group, row_index, out_off = condensed_rows(group_off)
         n_rows = len(row_group)
         n_pos = -(-len(ids) // SECTION) * SECTION

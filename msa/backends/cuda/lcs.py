@@ -5,10 +5,7 @@ import cupy as cp
 import numpy as np
 
 from msa import kernels
-from msa.backends.cpu import CpuBackend
-from msa.backends.cpu.lcs import pow075_table
 from msa.backends.cuda.memory import DeviceStage, condensed_in_pieces, run_in_pieces, sequences_on_device
-from msa.distances.condensed import condensed_rows
 
 #: Threads of an LCS tile: one row sequence against up to this many later members of its group.
 LCS_THREADS = 128
@@ -38,6 +35,8 @@ class LcsStage(DeviceStage):
         member_ids: np.ndarray, member_node: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """On the CPU (msa.backends.cpu.lcs): PartTree's picks split with link matrices."""
+        from msa.backends.cpu import CpuBackend
+
         return CpuBackend().lcs_nearest_reference(codes, offsets, ref_ids, ref_off, member_ids, member_node)
 
     def lcs_prim_msts(
@@ -49,6 +48,8 @@ class LcsStage(DeviceStage):
         ids = np.asarray(ids, dtype=np.int64)
         if prim_fits(offsets, ids):
             return prim_msts(codes, offsets, ids, group_off, self.device, self.n_sm)
+        from msa.backends.cpu import CpuBackend
+
         return CpuBackend().lcs_prim_msts(codes, offsets, ids, group_off)
 
     def lcs_distance_matrix(
@@ -61,7 +62,7 @@ class LcsStage(DeviceStage):
         """
         lens = np.diff(offsets)[np.asarray(ids, dtype=np.int64)]
         with cp.cuda.Device(self.device):
-            d_pow = cp.asarray(pow075_table(2 * max(int(lens.max(initial=0)), 1) + 1))
+            d_pow = _pow075(2 * max(int(lens.max(initial=0)), 1) + 1)
             return condensed_in_pieces(
                 codes, offsets, ids, group_off, (LCS_BYTES_PER_PAIR, LCS_BYTES_PER_RESIDUE, 64),
                 lambda c, o, piece_ids, piece_off: self._lcs_piece(c, o, piece_ids, piece_off, d_pow),
@@ -120,7 +121,7 @@ class LcsStage(DeviceStage):
         max_len = max(int(lens[ref_ids].max(initial=0)), int(lens[member_ids].max()), 1)
         n_refs = np.diff(ref_off)[member_node]
         with cp.cuda.Device(self.device):
-            d_pow = cp.asarray(pow075_table(2 * max_len + 1))
+            d_pow = _pow075(2 * max_len + 1)
 
             def piece(lo: int, hi: int) -> None:
                 best[lo:hi], best_d[lo:hi] = self._sample_piece(
@@ -218,6 +219,8 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
     ``long_words`` words) are ``class_off[k] .. class_off[k + 1]``.
     """
     sizes = np.diff(group_off)
+    from msa.distances.condensed import condensed_rows
+
     row_group, row_index, out_off = condensed_rows(group_off)
     n_rows = len(row_group)
     first_j = (row_index + 1) // 32 * 32  # tiles start on a packed section
@@ -266,6 +269,13 @@ PRIM_KEY_WORDS = 3
 PRIM_REGISTER_WORDS = 8
 
 
+def _pow075(n: int) -> cp.ndarray:
+    """The CPU's table of ``k ** 0.75`` (msa.backends.cpu.lcs.pow075_table), on the device."""
+    from msa.backends.cpu.lcs import pow075_table
+
+    return cp.asarray(pow075_table(n))
+
+
 def prim_fits(offsets: np.ndarray, ids: np.ndarray) -> bool:
     """Whether the longest sequence's masks fit in shared memory."""
     lens = offsets[ids + 1] - offsets[ids]
@@ -304,7 +314,7 @@ def prim_msts(
         steps.max_dynamic_shared_size_bytes = shared
         resident = _resident_blocks(steps, shared) * n_sm
         _, d_codes, d_seq_off = sequences_on_device(codes, offsets, ids)
-        d_pow = cp.asarray(pow075_table(2 * max_len + 1))
+        d_pow = _pow075(2 * max_len + 1)
         # the remaining vertices, each group's run contiguous and in length order (on the host:
         # a launch's gathers and the compaction after it are NumPy, and the device sees uploads)
         pos = {

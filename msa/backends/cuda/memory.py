@@ -15,8 +15,6 @@ import cupy as cp
 import numpy as np
 
 from msa.backends import DeviceMemoryError
-from msa.distances.condensed import condensed_offsets
-from msa.seqops import take_ranges
 
 #: Share of the free device memory one piece of work may plan to use.
 MEMORY_FRACTION = 0.5
@@ -37,6 +35,8 @@ def sequences_on_device(
     codes: np.ndarray, offsets: np.ndarray, seqs: np.ndarray
 ) -> tuple[np.ndarray, cp.ndarray, cp.ndarray]:
     """Lengths of sequences ``seqs``, and their codes packed end to end and offsets, uploaded."""
+    from msa.seqops import take_ranges
+
     lens = offsets[seqs + 1] - offsets[seqs]
     seq_off = np.zeros(len(seqs) + 1, dtype=np.int64)
     np.cumsum(lens, out=seq_off[1:])
@@ -45,6 +45,8 @@ def sequences_on_device(
 
 def condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Group sizes, pairs per group, the condensed output array and each group's offset in it."""
+    from msa.distances.condensed import condensed_offsets
+
     out_off = condensed_offsets(group_off)
     return np.diff(group_off), np.diff(out_off), np.empty(out_off[-1], dtype=np.float64), out_off
 

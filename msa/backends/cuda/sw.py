@@ -6,7 +6,6 @@ import numpy as np
 
 from msa import kernels
 from msa.backends.cuda.memory import DeviceStage, condensed_in_pieces, sequences_on_device
-from msa.distances.condensed import condensed_rows
 from msa.params import GapCosts
 
 #: Threads of a Smith-Waterman tile (kernels/sw_distance.cu): one row sequence against up to this many later members.
@@ -79,6 +78,8 @@ def _sw_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
     """Tiles of the condensed SW matrices (row ``r`` against later members ``tile_j0 .. + SW_THREADS``),
     longest row sequence first, so that the grid's last tiles are the cheapest."""
     sizes = np.diff(group_off)
+    from msa.distances.condensed import condensed_rows
+
     row_group, row_index, out_off = condensed_rows(group_off)
     n_rows = len(row_group)
     row_tiles = -(-(sizes[row_group] - 1 - row_index) // SW_THREADS)
