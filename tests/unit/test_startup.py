@@ -239,3 +239,49 @@ def test_gpu_before_numba_makes_the_backend_first(monkeypatch) -> None:
     with msa.startup.BackendStart("cpu", gpu_before_numba=True) as start:
         start.backend(quiet=True)
     assert order == ["numba", "backend cpu"]
+
+
+def test_the_process_leaves_without_teardown_only_when_nothing_needs_it(monkeypatch, capsys) -> None:
+    """msa.__main__._leave: os._exit with sys.exit's code, after flushing; the usual exit where a
+    non-daemon thread or child processes could still need the interpreter."""
+    import threading
+
+    import pytest
+
+    import msa.__main__ as entry
+
+    left: list[int] = []
+    monkeypatch.setattr(entry.os, "_exit", left.append)
+    monkeypatch.delitem(sys.modules, "multiprocessing", raising=False)
+    for code, status in ((None, 0), (0, 0), (3, 3), ("msa: error: stopped", 1)):
+        entry._leave(code)
+        assert left[-1] == status
+    assert "msa: error: stopped" in capsys.readouterr().err
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            entry._leave(5)
+        assert exited.value.code == 5 and len(left) == 4
+    finally:
+        release.set()
+        worker.join()
+
+
+def test_output_on_stdout_is_whole_after_the_fast_exit(tmp_path: Path) -> None:
+    """What the CLI writes to a pipe is flushed before the process ends without teardown, and the
+    exit statuses stay (0, 1 for bad input, 2 for a usage error)."""
+    example = REPO / "datasets" / "examples" / "example.fa"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "msa", *args], cwd=tmp_path, capture_output=True)
+
+    piped = run("align", str(example), "--device", "cpu", "-q")
+    written = run("align", str(example), "--device", "cpu", "-q", "-o", str(tmp_path / "out.fa"))
+    assert piped.returncode == written.returncode == 0
+    assert piped.stdout == (tmp_path / "out.fa").read_bytes() and piped.stdout.count(b">") == 200
+    assert run("align", str(tmp_path / "missing.fa")).returncode == 1
+    assert run("align", "--no-such-option").returncode == 2
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.startswith(b"msa ")
