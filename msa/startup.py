@@ -72,10 +72,10 @@ class BackendStart:
         self._result: tuple[Backend, str | None] | None = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
-        self._blas_block = _BlasProbeBlock()
+        self._probe_block = _ProbeBlock()
         self._imported = threading.Event()
         self._numba = threading.Thread(
-            target=_load_numba, args=(self._blas_block, self._imported), name="msa-numba-start", daemon=True
+            target=_load_numba, args=(self._probe_block, self._imported), name="msa-numba-start", daemon=True
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
         self._numba_first = not self._gpu_first or self._device == "cpu"
@@ -101,7 +101,7 @@ class BackendStart:
     def _join(self) -> None:
         self._thread.join()
         self._numba.join()
-        self._blas_block.release()
+        self._probe_block.release()
 
     def _run(self) -> None:
         try:
@@ -132,7 +132,7 @@ class BackendStart:
         return backend
 
 
-def _load_numba(block: _BlasProbeBlock, imported: threading.Event) -> None:
+def _load_numba(block: _ProbeBlock, imported: threading.Event) -> None:
     """The pipeline's modules (Numba: 0.2-0.3 s), then the first compiled function (Numba's
     runtime and threads); ``imported`` is set once the imports are done. Errors end the
     thread quietly: the backend's start imports the same modules and the main thread calls
@@ -165,23 +165,31 @@ def _skip_numba_extensions() -> None:
 
 #: The module Numba's array-math registry imports to see whether SciPy's BLAS is there.
 BLAS_PROBE = "scipy.linalg.cython_blas"
+#: What Numba's import tries, to report compiled lines to a running coverage measurement.
+COVERAGE_PROBE = "coverage"
 
 
-class _BlasProbeBlock:
-    """Until the registries are loaded, Numba's BLAS probe finds no BLAS, so SciPy's linalg is
-    not imported: that import was 0.58 s of the 1.3 s the registries took on the H100
-    machine's host, on a thread that competes with the main one for the GIL. Set when the
-    start begins, so the probe is skipped whichever thread makes the first compiled call.
-    No compiled function of msa uses BLAS (``np.dot``, ``np.linalg``); this runs only in
-    msa's own processes (the CLI), never when msa is imported as a library."""
+class _ProbeBlock:
+    """Until Numba is imported and its registries are loaded, two of its optional imports find
+    nothing, on a thread that competes with the main one for the GIL:
+
+    * the BLAS probe (SciPy's linalg: 0.58 s of the 1.3 s the registries took on the H100
+      machine's host). No compiled function of msa uses BLAS (``np.dot``, ``np.linalg``).
+    * ``coverage``, which ``import numba`` imports wherever it is installed (0.04 s on the
+      device machines' image) to tell a running measurement which lines it compiled. Not
+      blocked when coverage is already imported (a run under ``coverage run``).
+
+    Set when the start begins, so the probes are skipped whichever thread gets there first;
+    this runs only in msa's own processes (the CLI), never when msa is imported as a library."""
 
     def __init__(self) -> None:
-        self._active = BLAS_PROBE not in sys.modules
-        if self._active:
-            sys.modules[BLAS_PROBE] = None  # type: ignore[assignment]  (importing it raises ImportError)
+        self._blocked = [m for m in (BLAS_PROBE, COVERAGE_PROBE) if m not in sys.modules]
+        for module in self._blocked:
+            sys.modules[module] = None  # type: ignore[assignment]  (importing it raises ImportError)
 
     def release(self) -> None:
-        """Let the module be imported again (idempotent)."""
-        if self._active and sys.modules.get(BLAS_PROBE, 0) is None:
-            del sys.modules[BLAS_PROBE]
-        self._active = False
+        """Let the modules be imported again (idempotent)."""
+        for module in self._blocked:
+            if sys.modules.get(module, 0) is None:
+                del sys.modules[module]
+        self._blocked = []

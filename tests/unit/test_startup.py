@@ -1,6 +1,7 @@
 """Start-up cost guards: what importing msa loads, and one cache entry per Numba kernel."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -99,19 +100,28 @@ def test_a_small_input_aligns_as_on_the_cpu(tmp_path: Path) -> None:
     assert b"using the CPU for a small input" in runs[0].stderr
 
 
-def test_the_cli_start_skips_numbas_blas_probe() -> None:
+def test_the_cli_start_skips_numbas_blas_and_coverage_probes(tmp_path: Path) -> None:
     """A CLI start's first compiled function, loaded from a cache or compiled, does not import
-    SciPy's linalg (Numba's BLAS probe; msa uses no BLAS), and leaves the probe's module
-    importable afterwards."""
-    out = _printed(
-        "import sys\n"
-        "from msa.startup import BLAS_PROBE, BackendStart\n"
-        "with BackendStart('cpu') as start:\n"
-        "    start.backend(quiet=True)\n"
-        "    start._numba.join()\n"
-        "print('scipy.linalg' in sys.modules, sys.modules.get(BLAS_PROBE, 0) is None)\n"
+    SciPy's linalg (Numba's BLAS probe; msa uses no BLAS), and Numba's import does not import
+    ``coverage`` (a stand-in here, which says when it is imported); both stay importable
+    afterwards."""
+    (tmp_path / "coverage.py").write_text("import sys\nsys.stderr.write('coverage imported\\n')\n")
+    done = subprocess.run(
+        [sys.executable, "-c",
+         "import sys\n"
+         "from msa.startup import BLAS_PROBE, COVERAGE_PROBE, BackendStart\n"
+         "with BackendStart('cpu') as start:\n"
+         "    start.backend(quiet=True)\n"
+         "    start._numba.join()\n"
+         "from numba.misc import coverage_support\n"
+         "print('scipy.linalg' in sys.modules, sys.modules.get(BLAS_PROBE, 0) is None,\n"
+         "      coverage_support.coverage_available, sys.modules.get(COVERAGE_PROBE, 0) is None)\n"
+         "import coverage\n"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])},
     )
-    assert out.split() == ["False", "False"]
+    assert done.stdout.split() == ["False", "False", "False", "False"]
+    assert done.stderr == "coverage imported\n"  # only by the last line
 
 
 def test_cached_functions_load_without_numbas_registries() -> None:
