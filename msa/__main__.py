@@ -32,14 +32,14 @@ def main() -> None:
 def _leave(code: object) -> NoReturn:
     """Exit with ``code`` (``sys.exit``'s meaning) through ``os._exit`` once stdout and stderr are
     flushed, skipping atexit handlers and the interpreter's teardown. Where something may still
-    need them (a thread that is not a daemon, child processes, a Dask cluster) or a stream
-    cannot be flushed (a closed pipe), it exits the usual way."""
+    need them (a thread that is not a daemon, child processes or multiprocessing's finalizers,
+    a Dask cluster) or a stream cannot be flushed (a closed pipe), it exits the usual way."""
     if isinstance(code, bool) or not isinstance(code, int):
         if code is not None:
             print(code, file=sys.stderr)
         code = 0 if code is None else 1
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if others or any(m in sys.modules for m in ("multiprocessing", "distributed")):
+    if others or "distributed" in sys.modules or _processes_left():
         sys.exit(code)
     try:
         sys.stdout.flush()
@@ -47,6 +47,18 @@ def _leave(code: object) -> NoReturn:
     except (OSError, ValueError):
         sys.exit(code)
     os._exit(code)
+
+
+def _processes_left() -> bool:
+    """Whether multiprocessing has something the usual exit tidies: live child processes, or
+    finalizers (pools, managers, named semaphores; its resource tracker comes with them).
+    Numba imports multiprocessing in every run that starts its threads, for a lock that
+    needs neither."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return False
+    registry = getattr(sys.modules.get("multiprocessing.util"), "_finalizer_registry", None)
+    return bool(mp.active_children()) or registry is None or bool(registry)
 
 
 if __name__ == "__main__":

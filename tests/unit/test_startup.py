@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 from numba.core.registry import CPUDispatcher
@@ -262,21 +263,36 @@ def test_the_process_leaves_without_teardown_only_when_nothing_needs_it(monkeypa
 
     left: list[int] = []
     monkeypatch.setattr(entry.os, "_exit", left.append)
-    monkeypatch.delitem(sys.modules, "multiprocessing", raising=False)
+    for module in ("multiprocessing", "distributed"):  # other tests may have imported them
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    main = threading.main_thread()
+    monkeypatch.setattr(entry.threading, "enumerate", lambda: [main])  # other tests' threads aside
     for code, status in ((None, 0), (0, 0), (3, 3), ("msa: error: stopped", 1)):
         entry._leave(code)
         assert left[-1] == status
     assert "msa: error: stopped" in capsys.readouterr().err
-    release = threading.Event()
-    worker = threading.Thread(target=release.wait)
-    worker.start()
-    try:
-        with pytest.raises(SystemExit) as exited:
-            entry._leave(5)
-        assert exited.value.code == 5 and len(left) == 4
-    finally:
-        release.set()
-        worker.join()
+    worker = threading.Thread(target=lambda: None)  # not a daemon: the interpreter must wait for it
+    monkeypatch.setattr(entry.threading, "enumerate", lambda: [main, worker])
+    with pytest.raises(SystemExit) as exited:
+        entry._leave(5)
+    assert exited.value.code == 5 and len(left) == 4
+    monkeypatch.setattr(entry.threading, "enumerate", lambda: [main])
+    # multiprocessing imported (Numba does it for a lock) but unused: the fast way; with a live
+    # child process or a finalizer registered (a pool, a named semaphore): the usual exit
+    children: list[object] = []
+    finalizers: dict = {}
+    monkeypatch.setitem(sys.modules, "multiprocessing", types.SimpleNamespace(active_children=lambda: children))
+    monkeypatch.setitem(sys.modules, "multiprocessing.util", types.SimpleNamespace(_finalizer_registry=finalizers))
+    entry._leave(0)
+    assert len(left) == 5
+    for state in ((["child"], {}), ([], {(0, 1): "finalizer"})):
+        children.clear()
+        finalizers.clear()
+        children.extend(state[0])
+        finalizers.update(state[1])
+        with pytest.raises(SystemExit):
+            entry._leave(0)
+    assert len(left) == 5
 
 
 def test_output_on_stdout_is_whole_after_the_fast_exit(tmp_path: Path) -> None:
