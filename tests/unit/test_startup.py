@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 from numba.core.registry import CPUDispatcher
@@ -250,64 +249,3 @@ def test_gpu_before_numba_makes_the_backend_first(monkeypatch) -> None:
     with msa.startup.BackendStart("cpu", gpu_before_numba=True) as start:
         start.backend(quiet=True)
     assert order == ["numba", "backend cpu"]
-
-
-def test_the_process_leaves_without_teardown_only_when_nothing_needs_it(monkeypatch, capsys) -> None:
-    """msa.__main__._leave: os._exit with sys.exit's code, after flushing; the usual exit where a
-    non-daemon thread or child processes could still need the interpreter."""
-    import threading
-
-    import pytest
-
-    import msa.__main__ as entry
-
-    left: list[int] = []
-    monkeypatch.setattr(entry.os, "_exit", left.append)
-    for module in ("multiprocessing", "distributed"):  # other tests may have imported them
-        monkeypatch.delitem(sys.modules, module, raising=False)
-    main = threading.main_thread()
-    monkeypatch.setattr(entry.threading, "enumerate", lambda: [main])  # other tests' threads aside
-    for code, status in ((None, 0), (0, 0), (3, 3), ("msa: error: stopped", 1)):
-        entry._leave(code)
-        assert left[-1] == status
-    assert "msa: error: stopped" in capsys.readouterr().err
-    worker = threading.Thread(target=lambda: None)  # not a daemon: the interpreter must wait for it
-    monkeypatch.setattr(entry.threading, "enumerate", lambda: [main, worker])
-    with pytest.raises(SystemExit) as exited:
-        entry._leave(5)
-    assert exited.value.code == 5 and len(left) == 4
-    monkeypatch.setattr(entry.threading, "enumerate", lambda: [main])
-    # multiprocessing imported (Numba does it for a lock) but unused: the fast way; with a live
-    # child process or a finalizer registered (a pool, a named semaphore): the usual exit
-    children: list[object] = []
-    finalizers: dict = {}
-    monkeypatch.setitem(sys.modules, "multiprocessing", types.SimpleNamespace(active_children=lambda: children))
-    monkeypatch.setitem(sys.modules, "multiprocessing.util", types.SimpleNamespace(_finalizer_registry=finalizers))
-    entry._leave(0)
-    assert len(left) == 5
-    for state in ((["child"], {}), ([], {(0, 1): "finalizer"})):
-        children.clear()
-        finalizers.clear()
-        children.extend(state[0])
-        finalizers.update(state[1])
-        with pytest.raises(SystemExit):
-            entry._leave(0)
-    assert len(left) == 5
-
-
-def test_output_on_stdout_is_whole_after_the_fast_exit(tmp_path: Path) -> None:
-    """What the CLI writes to a pipe is flushed before the process ends without teardown, and the
-    exit statuses stay (0, 1 for bad input, 2 for a usage error)."""
-    example = REPO / "datasets" / "examples" / "example.fa"
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "msa", *args], cwd=tmp_path, capture_output=True)
-
-    piped = run("align", str(example), "--device", "cpu", "-q")
-    written = run("align", str(example), "--device", "cpu", "-q", "-o", str(tmp_path / "out.fa"))
-    assert piped.returncode == written.returncode == 0
-    assert piped.stdout == (tmp_path / "out.fa").read_bytes() and piped.stdout.count(b">") == 200
-    assert run("align", str(tmp_path / "missing.fa")).returncode == 1
-    assert run("align", "--no-such-option").returncode == 2
-    version = run("--version")
-    assert version.returncode == 0 and version.stdout.startswith(b"msa ")
