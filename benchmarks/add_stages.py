@@ -30,7 +30,7 @@ def main() -> None:
     ap.add_argument("new")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--batch-bytes", default="28", help="comma-separated powers of two for ADD_BATCH_BYTES")
+    ap.add_argument("--batch-bytes", default="28,30", help="comma-separated powers of two for ADD_BATCH_BYTES")
     a = ap.parse_args()
     t = time.perf_counter()
     old, db = read_alignment(a.existing), read_fasta(a.new)
@@ -41,7 +41,7 @@ def main() -> None:
     for name in TIMED:
         _wrap(backend, name, sync, spent)
     for power in (int(p) for p in a.batch_bytes.split(",")):
-        merge.ADD_BATCH_BYTES = 1 << power
+        merge.ADD_BATCH_BYTES[backend.name] = 1 << power
         for _ in range(a.repeat):
             spent.clear()
             sync()

@@ -25,8 +25,11 @@ from msa.profile import N_COUNTS, AlignBatch, block_counts, gap_vector
 from msa.progress import current
 from msa.seqdb import SeqDB
 
-#: ``add`` puts at most about this many bytes of repeated profile tables in one batch.
-ADD_BATCH_BYTES = 1 << 28
+#: ``add`` puts at most about this many bytes of repeated profile tables in one batch, by
+#: backend: host memory on the CPU; device memory on the GPU, where fewer batches mean fewer
+#: launches and waits (10^4 new sequences to a 2,908-column profile: 0.264 s at 256 MB,
+#: 0.212 s at 1 GB on the H100; benchmarks/NOTES.md, session 10).
+ADD_BATCH_BYTES = {"cpu": 1 << 28, "cuda": 1 << 30}
 
 
 def _settle(params: AlignParams, dbs: list[SeqDB], labels: list[str]) -> AlignParams:
@@ -148,7 +151,8 @@ class Addition:
         stored = [xp.asarray(profile)]
         codes = xp.asarray(new.codes)
         lengths = new.lengths
-        per_batch = max(1, ADD_BATCH_BYTES // max(1, width_p * N_COUNTS * 4))
+        batch_bytes = ADD_BATCH_BYTES.get(backend.name, ADD_BATCH_BYTES["cpu"])
+        per_batch = max(1, batch_bytes // max(1, width_p * N_COUNTS * 4))
         slot = np.empty(len(new.codes), dtype=np.int64)  # profile columns left of each new residue
         matched = np.empty(len(new.codes), dtype=bool)
         with current().stage("aligning to the profile", total=len(new)) as advance:

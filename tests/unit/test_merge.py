@@ -133,7 +133,7 @@ def test_add_in_several_batches_gives_the_same_rows(families, monkeypatch) -> No
 
     a, _, new = families
     one, _ = add_sequences(a, SeqDB.from_pairs(new), AlignParams(device="cpu"), CpuBackend())
-    monkeypatch.setattr(msa.merge, "ADD_BATCH_BYTES", 1)  # one merge per batch
+    monkeypatch.setitem(msa.merge.ADD_BATCH_BYTES, "cpu", 1)  # one merge per batch
     many, _ = add_sequences(a, SeqDB.from_pairs(new), AlignParams(device="cpu"), CpuBackend())
     assert _rows(many) == _rows(one)
 
