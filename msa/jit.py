@@ -117,7 +117,8 @@ def _load_symbols_from_object(codegen: Any) -> None:
 
         if not issubclass(base, JITCodeLibrary):
             return
-        for name in ("enable_object_caching", "_set_compiled_object", "_finalize_final_module", "_get_module_for_linking"):
+        for name in ("enable_object_caching", "_set_compiled_object", "_finalize_final_module",
+                     "_get_module_for_linking"):
             getattr(base, name)
         codegen._engine._defined_symbols  # noqa: B018  (what Numba's eager load fills)
     except (ImportError, AttributeError):  # Numba's internals changed: its own way

@@ -218,9 +218,9 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
     (``LCS_WORDS[k]`` words, the last class: longer rows, of at most
     ``long_words`` words) are ``class_off[k] .. class_off[k + 1]``.
     """
-    sizes = np.diff(group_off)
     from msa.distances.condensed import condensed_rows
 
+    sizes = np.diff(group_off)
     row_group, row_index, out_off = condensed_rows(group_off)
     n_rows = len(row_group)
     first_j = (row_index + 1) // 32 * 32  # tiles start on a packed section

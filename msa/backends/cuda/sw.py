@@ -77,9 +77,9 @@ class SwStage(DeviceStage):
 def _sw_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
     """Tiles of the condensed SW matrices (row ``r`` against later members ``tile_j0 .. + SW_THREADS``),
     longest row sequence first, so that the grid's last tiles are the cheapest."""
-    sizes = np.diff(group_off)
     from msa.distances.condensed import condensed_rows
 
+    sizes = np.diff(group_off)
     row_group, row_index, out_off = condensed_rows(group_off)
     n_rows = len(row_group)
     row_tiles = -(-(sizes[row_group] - 1 - row_index) // SW_THREADS)
