@@ -17,6 +17,12 @@ the full-matrix path:
   distance row computed when its vertex joins the tree, so memory is O(n)
   instead of the condensed matrix's O(n^2).
 
+Every one of them runs :func:`_lcs_lanes`: ``LANES`` sequences, packed in blocks of similar
+lengths (:func:`_pack_lanes`), against one other sequence at once. The lanes' carry chains
+are independent, so the compiler vectorizes across them: about twice the pairs per second of
+one pair at a time (benchmarks/NOTES.md). LCS is symmetric, so which sequence of a pair holds
+the bit-vectors does not change a distance.
+
 These are the CPU oracles of ``kernels/lcs_distance.cu``.
 """
 from __future__ import annotations
@@ -24,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from msa.distances.condensed import condensed_row, condensed_rows
+from msa.distances.condensed import condensed_index, condensed_offsets
 from msa.jit import njit
 
 
@@ -34,42 +40,6 @@ def _popcount(x: np.uint64) -> int:
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
     return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@njit(cache=True, nogil=True)
-def _lcs_length(masks, words, len_a, codes, lo, hi, v) -> int:
-    """Hyyro's bit-parallel LCS: V' = (V + U) | (V - U), U = V & match(c).
-
-    U's bits are a subset of V's, so V - U = V ^ U never borrows: only the
-    addition carries from word to word.
-    """
-    ones = np.uint64(0xFFFFFFFFFFFFFFFF)
-    zero = np.uint64(0)
-    for w in range(words):
-        v[w] = ones
-    for k in range(lo, hi):
-        c = codes[k]
-        if c >= 20:  # only the 20 standard residues match (FAMSA)
-            continue
-        carry = zero
-        row = np.int64(c) * words
-        for w in range(words):
-            x = v[w]
-            u = x & masks[row + w]
-            s1 = x + u
-            c1 = s1 < x
-            s2 = s1 + carry
-            c2 = s2 < s1
-            carry = np.uint64(c1 | c2)
-            v[w] = s2 | (x ^ u)
-    zeros = 0
-    for w in range(words):
-        x = ~v[w]
-        bits = len_a - 64 * w
-        if bits < 64:
-            x &= (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
-        zeros += _popcount(x)
-    return zeros
 
 
 @njit(cache=True, nogil=True)
@@ -85,14 +55,88 @@ def pow075_table(n: int) -> np.ndarray:
     return out
 
 
+#: Sequences one :func:`_lcs_lanes` call takes at once (lane-major masks; see the module docstring).
+LANES = 32
+
+
 @njit(cache=True, nogil=True)
-def _fill_masks(masks: np.ndarray, words: int, codes: np.ndarray, lo: int, hi: int) -> None:
-    """Match bit-vectors of one sequence (20 rows of ``words`` words) for Hyyro's LCS."""
-    masks[: 20 * words] = 0
-    for p in range(hi - lo):
-        c = codes[lo + p]
-        if c < 20:  # only the 20 standard residues match (FAMSA)
-            masks[np.int64(c) * words + p // 64] |= np.uint64(1) << np.uint64(p % 64)
+def _pack_lanes(
+    codes: np.ndarray, offsets: np.ndarray, seqs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Match masks of ``seqs`` (sequence ids), ``LANES`` to a block in the given order.
+
+    Returns ``(masks, base, words, lane_len)``: block b's masks start at ``base[b]``, laid out
+    (20 residue codes, ``words[b]`` words, ``LANES`` lanes), so that one word of every lane is
+    contiguous; ``lane_len[b * LANES + l]`` is lane l's length. An id of -1, and every lane past
+    the last sequence, is an empty lane: length 0, masks zero (no residue matches it).
+    """
+    n = len(seqs)
+    n_blocks = (n + LANES - 1) // LANES
+    base = np.zeros(n_blocks + 1, dtype=np.int64)
+    words = np.ones(n_blocks, dtype=np.int64)
+    lane_len = np.zeros(n_blocks * LANES, dtype=np.int64)
+    for k in range(n):
+        q = seqs[k]
+        lane_len[k] = offsets[q + 1] - offsets[q] if q >= 0 else 0
+        b = k // LANES
+        words[b] = max(words[b], (lane_len[k] + 63) // 64)
+    for b in range(n_blocks):
+        base[b + 1] = base[b] + 20 * words[b] * LANES
+    masks = np.zeros(base[-1], dtype=np.uint64)
+    for k in range(n):
+        if seqs[k] < 0:
+            continue
+        b, lane = k // LANES, k % LANES
+        lo = offsets[seqs[k]]
+        for p in range(lane_len[k]):
+            c = codes[lo + p]
+            if c < 20:  # only the 20 standard residues match (FAMSA)
+                at = base[b] + (np.int64(c) * words[b] + p // 64) * LANES + lane
+                masks[at] |= np.uint64(1) << np.uint64(p % 64)
+    return masks, base[:-1].copy(), words, lane_len
+
+
+@njit(cache=True, nogil=True)
+def _lcs_lanes(
+    masks: np.ndarray, base: int, words: int, lane_len: np.ndarray, codes: np.ndarray, lo: int, hi: int,
+    v: np.ndarray, carry: np.ndarray, out: np.ndarray,
+) -> None:
+    """``out[l]`` = LCS of the block's lane l against ``codes[lo:hi]`` by Hyyro's bit-parallel
+    algorithm, V' = (V + U) | (V - U) with U = V & match(c), per lane. U's bits are a subset of
+    V's, so V - U = V ^ U never borrows: only the addition carries from word to word, and the
+    carry out of each 64-bit add is the full adder's majority of its top bits, computed without
+    a compare so that the lanes vectorize."""
+    ones = np.uint64(0xFFFFFFFFFFFFFFFF)
+    top = np.uint64(63)
+    stride = words * LANES
+    for i in range(stride):
+        v[i] = ones
+    for k in range(lo, hi):
+        c = codes[k]
+        if c >= 20:  # only the 20 standard residues match (FAMSA)
+            continue
+        row = base + np.int64(c) * stride
+        for lane in range(LANES):
+            carry[lane] = 0
+        for w in range(words):
+            o = w * LANES
+            for lane in range(LANES):
+                x = v[o + lane]
+                u = x & masks[row + o + lane]
+                t = x + u + carry[lane]
+                carry[lane] = ((x & u) | ((x | u) & ~t)) >> top
+                v[o + lane] = t | (x ^ u)
+    for lane in range(LANES):
+        zeros = 0
+        for w in range(words):
+            bits = lane_len[lane] - 64 * w
+            if bits <= 0:
+                break
+            x = ~v[w * LANES + lane]
+            if bits < 64:
+                x &= (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+            zeros += _popcount(x)
+        out[lane] = zeros
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -112,7 +156,11 @@ def _max_len(offsets: np.ndarray, ids: np.ndarray) -> int:
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
+#: Sequences whose lane masks one pass of :func:`lcs_distance_matrix` packs (~50 MB at 300 residues).
+MATRIX_CHUNK = 1 << 16
+
+
+@njit(cache=True, nogil=True)
 def lcs_distance_matrix(
     codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, threads: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -121,53 +169,184 @@ def lcs_distance_matrix(
     ``d = (la + lb - 2 LCS) ** 0.75 / LCS``; where LCS = 0 FAMSA uses the largest
     float, which would overflow average linkage, so we use ``2 (la + lb) ** 0.75``,
     still above every pair of the same lengths with LCS >= 1. The powers come from
-    :func:`pow075_table`, the table the CUDA kernel reads too.
+    :func:`pow075_table`, the table the CUDA kernel reads too. Groups are packed in passes
+    of at most ``MATRIX_CHUNK`` sequences (one group may pass it), so memory stays
+    proportional to a pass, not to every group at once.
     """
-    row_group, row_index, out_off = condensed_rows(group_off)
+    out_off = condensed_offsets(group_off)
     out = np.empty(out_off[-1], dtype=np.float64)
-    n_rows = len(row_group)
-    max_len = _max_len(offsets, ids)
-    max_words = (max_len + 63) // 64
-    pow075 = pow075_table(2 * max_len + 1)
-    workers = max(min(threads, n_rows), 1)
-    for w in prange(workers):
-        masks = np.zeros(20 * max_words, dtype=np.uint64)
-        v = np.empty(max_words, dtype=np.uint64)
-        for t in range(w, n_rows, workers):
-            i, base, s, o = condensed_row(t, row_group, row_index, group_off, out_off)
-            a = ids[base + i]
-            la = offsets[a + 1] - offsets[a]
-            words = max((la + 63) // 64, 1)
-            _fill_masks(masks, words, codes, offsets[a], offsets[a + 1])
-            for j in range(i + 1, s):
-                b = ids[base + j]
-                lb = offsets[b + 1] - offsets[b]
-                lcs = _lcs_length(masks, words, la, codes, offsets[b], offsets[b + 1], v)
-                out[o + j] = _lcs_dist(lcs, la, lb, pow075)
+    pow075 = pow075_table(2 * _max_len(offsets, ids) + 1)
+    n_groups = len(group_off) - 1
+    g = 0
+    while g < n_groups:
+        h = g + 1
+        while h < n_groups and group_off[h + 1] - group_off[g] <= MATRIX_CHUNK:
+            h += 1
+        _matrix_pass(codes, offsets, ids, group_off, out_off, g, h, pow075, threads, out)
+        g = h
     return out, out_off
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _matrix_pass(
+    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, out_off: np.ndarray,
+    g0: int, g1: int, pow075: np.ndarray, threads: int, out: np.ndarray,
+) -> None:
+    """Groups ``g0 .. g1-1`` of :func:`lcs_distance_matrix`: each group's members sorted by
+    length into blocks of ``LANES`` (similar lengths, so few idle words), and block b (its
+    group's sorted positions p0 .. p0+LANES-1) against every later sorted position q: the
+    pairs (p, q), p < q, each once."""
+    n_blocks = 0
+    for g in range(g0, g1):
+        s = group_off[g + 1] - group_off[g]
+        if s > 1:
+            n_blocks += (s + LANES - 1) // LANES
+    block_group = np.empty(n_blocks, dtype=np.int64)
+    block_p0 = np.empty(n_blocks, dtype=np.int64)
+    perm = np.empty(group_off[g1] - group_off[g0], dtype=np.int64)  # local index at each sorted position
+    seqs = np.full(n_blocks * LANES, -1, dtype=np.int64)
+    b = 0
+    for g in range(g0, g1):
+        lo, s = group_off[g], group_off[g + 1] - group_off[g]
+        lens = np.empty(s, dtype=np.int64)
+        for i in range(s):
+            lens[i] = offsets[ids[lo + i] + 1] - offsets[ids[lo + i]]
+        order = np.argsort(lens, kind="mergesort")
+        perm[lo - group_off[g0] : lo - group_off[g0] + s] = order
+        if s < 2:
+            continue
+        for p in range(0, s, LANES):
+            block_group[b] = g
+            block_p0[b] = p
+            for lane in range(min(LANES, s - p)):
+                seqs[b * LANES + lane] = ids[lo + order[p + lane]]
+            b += 1
+    masks, base, words, lane_len = _pack_lanes(codes, offsets, seqs)
+    max_words = 1
+    for k in range(n_blocks):
+        max_words = max(max_words, words[k])
+    workers = max(min(threads, n_blocks), 1)
+    for w in prange(workers):
+        v = np.empty(max_words * LANES, dtype=np.uint64)
+        carry = np.empty(LANES, dtype=np.uint64)
+        lcs = np.empty(LANES, dtype=np.int64)
+        for k in range(w, n_blocks, workers):
+            g, p0 = block_group[k], block_p0[k]
+            lo, s = group_off[g], group_off[g + 1] - group_off[g]
+            order = perm[lo - group_off[g0] : lo - group_off[g0] + s]
+            lens = lane_len[k * LANES : (k + 1) * LANES]
+            for q in range(p0 + 1, s):
+                j = order[q]
+                bq = ids[lo + j]
+                lb = offsets[bq + 1] - offsets[bq]
+                _lcs_lanes(masks, base[k], words[k], lens, codes, offsets[bq], offsets[bq + 1], v, carry, lcs)
+                for lane in range(min(LANES, q - p0)):
+                    i = order[p0 + lane]
+                    a, c = min(i, j), max(i, j)
+                    out[out_off[g] + condensed_index(s, a, c)] = _lcs_dist(lcs[lane], lens[lane], lb, pow075)
+
+
 @njit(cache=True, nogil=True)
-def _nearest_row(codes, offsets, seq, ref_ids, r0, n_refs, masks, v, row, pow075) -> tuple[int, float]:
-    """Distances of ``seq`` to ``ref_ids[r0:r0+n_refs]`` into ``row``; the nearest (earliest on ties)."""
-    lb = offsets[seq + 1] - offsets[seq]
-    words = max((lb + 63) // 64, 1)
-    _fill_masks(masks, words, codes, offsets[seq], offsets[seq + 1])
-    arg = 0
-    dmin = np.inf
-    for r in range(n_refs):
-        ref = ref_ids[r0 + r]
-        la = offsets[ref + 1] - offsets[ref]
-        lcs = _lcs_length(masks, words, lb, codes, offsets[ref], offsets[ref + 1], v)
-        d = _lcs_dist(lcs, la, lb, pow075)
-        row[r] = d
-        if d < dmin:
-            dmin = d
-            arg = r
-    return arg, dmin
+def _pack_nodes(
+    codes: np.ndarray, offsets: np.ndarray, ref_ids: np.ndarray, ref_off: np.ndarray, n0: int, n1: int
+) -> tuple:
+    """The references of nodes ``n0 .. n1-1`` in lane blocks, each node's from a block of its own,
+    by length: ``(masks, base, words, lane_len, lane_ref, node_block)``; ``lane_ref`` is a lane's
+    index among its node's references (-1: empty), node ``n0 + k``'s blocks are
+    ``node_block[k] .. node_block[k + 1]``."""
+    node_block = np.zeros(n1 - n0 + 1, dtype=np.int64)
+    for k in range(n1 - n0):
+        r = ref_off[n0 + k + 1] - ref_off[n0 + k]
+        node_block[k + 1] = node_block[k] + (r + LANES - 1) // LANES
+    seqs = np.full(node_block[-1] * LANES, -1, dtype=np.int64)
+    lane_ref = np.full(node_block[-1] * LANES, -1, dtype=np.int64)
+    for k in range(n1 - n0):
+        lo, n_refs = ref_off[n0 + k], ref_off[n0 + k + 1] - ref_off[n0 + k]
+        lens = np.empty(n_refs, dtype=np.int64)
+        for r in range(n_refs):
+            lens[r] = offsets[ref_ids[lo + r] + 1] - offsets[ref_ids[lo + r]]
+        order = np.argsort(lens, kind="mergesort")
+        for p in range(n_refs):
+            seqs[node_block[k] * LANES + p] = ref_ids[lo + order[p]]
+            lane_ref[node_block[k] * LANES + p] = order[p]
+    masks, base, words, lane_len = _pack_lanes(codes, offsets, seqs)
+    return masks, base, words, lane_len, lane_ref, node_block
 
 
 @njit(cache=True, nogil=True, parallel=True)
+def _nearest_pass(
+    codes, offsets, member_ids, member_node, ref_off, n0, n1, packed, max_refs, pow075, chunk, workers,
+    best, best_d, links, link_off,
+) -> None:
+    """The members of nodes ``n0 .. n1-1`` against their node's packed references (``packed``,
+    :func:`_pack_nodes`): nearest (earliest index on ties) and its distance into ``best`` /
+    ``best_d``; where ``links`` has rows (one a worker), the link matrices as
+    :func:`lcs_nearest_reference` defines them, each worker into its own row."""
+    masks, base, words, lane_len, lane_ref, node_block = packed
+    m = len(member_ids)
+    n_chunks = (m + chunk - 1) // chunk
+    max_words = 1
+    for k in range(len(words)):
+        max_words = max(max_words, words[k])
+    for w in prange(workers):
+        v = np.empty(max_words * LANES, dtype=np.uint64)
+        carry = np.empty(LANES, dtype=np.uint64)
+        lcs = np.empty(LANES, dtype=np.int64)
+        row = np.empty(max_refs, dtype=np.float64)
+        for c in range(w, n_chunks, workers):
+            for t in range(c * chunk, min((c + 1) * chunk, m)):
+                node = member_node[t]
+                if node < n0 or node >= n1:
+                    continue
+                seq = member_ids[t]
+                lb = offsets[seq + 1] - offsets[seq]
+                for blk in range(node_block[node - n0], node_block[node - n0 + 1]):
+                    lens = lane_len[blk * LANES : (blk + 1) * LANES]
+                    _lcs_lanes(masks, base[blk], words[blk], lens, codes, offsets[seq], offsets[seq + 1], v, carry, lcs)
+                    for lane in range(LANES):
+                        r = lane_ref[blk * LANES + lane]
+                        if r >= 0:
+                            row[r] = _lcs_dist(lcs[lane], lens[lane], lb, pow075)
+                n_refs = ref_off[node + 1] - ref_off[node]
+                arg, dmin = 0, np.inf
+                for r in range(n_refs):
+                    if row[r] < dmin:
+                        dmin = row[r]
+                        arg = r
+                best[t] = arg
+                best_d[t] = dmin
+                if links.shape[0] > 0:
+                    at = link_off[node] + arg * n_refs
+                    for r in range(n_refs):
+                        if row[r] < links[w, at + r]:
+                            links[w, at + r] = row[r]
+
+
+@njit(cache=True, nogil=True)
+def _nearest(
+    codes, offsets, ref_ids, ref_off, member_ids, member_node, chunk, workers, best, best_d, links, link_off
+) -> None:
+    """:func:`_nearest_pass` over passes of whole nodes of at most ``MATRIX_CHUNK`` references."""
+    max_len = max(_max_len(offsets, ref_ids), _max_len(offsets, member_ids))
+    pow075 = pow075_table(2 * max_len + 1)
+    n_nodes = len(ref_off) - 1
+    max_refs = 1
+    for k in range(n_nodes):
+        max_refs = max(max_refs, ref_off[k + 1] - ref_off[k])
+    n0 = 0
+    while n0 < n_nodes:
+        n1 = n0 + 1
+        while n1 < n_nodes and ref_off[n1 + 1] - ref_off[n0] <= MATRIX_CHUNK:
+            n1 += 1
+        packed = _pack_nodes(codes, offsets, ref_ids, ref_off, n0, n1)
+        _nearest_pass(
+            codes, offsets, member_ids, member_node, ref_off, n0, n1, packed, max_refs, pow075, chunk, workers,
+            best, best_d, links, link_off,
+        )
+        n0 = n1
+
+
+@njit(cache=True, nogil=True)
 def lcs_nearest_reference(
     codes: np.ndarray,
     offsets: np.ndarray,
@@ -179,10 +358,9 @@ def lcs_nearest_reference(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nearest reference (index within its node, earlier wins ties), its distance, and link matrices.
 
-    Members of one node must be contiguous. Node k's link matrix (k_r x k_r,
-    row-major, ``k_r`` its reference count) is ``link[link_off[k]:link_off[k+1]]``.
-    Each worker takes members in chunks with its own masks and link buffer;
-    the buffers are reduced by ``min``, so the result does not depend on the split.
+    Node k's link matrix (k_r x k_r, row-major, ``k_r`` its reference count) is
+    ``link[link_off[k]:link_off[k+1]]``. Each worker takes members in chunks with its own
+    link buffer; the buffers are reduced by ``min``, so the result does not depend on the split.
     """
     m = len(member_ids)
     n_nodes = len(ref_off) - 1
@@ -193,35 +371,10 @@ def lcs_nearest_reference(
     best = np.zeros(m, dtype=np.int32)
     best_d = np.zeros(m, dtype=np.float64)
     chunk = 256
-    n_chunks = (m + chunk - 1) // chunk
-    workers = max(min(threads, n_chunks), 1)
+    workers = max(min(threads, (m + chunk - 1) // chunk), 1)
     links = np.full((workers, link_off[-1]), np.inf)
-    if m == 0:
-        return best, best_d, links[0].copy(), link_off
-    max_len = max(_max_len(offsets, ref_ids), _max_len(offsets, member_ids))
-    pow075 = pow075_table(2 * max_len + 1)
-    max_words = (max_len + 63) // 64
-    max_refs = 1
-    for k in range(n_nodes):
-        max_refs = max(max_refs, ref_off[k + 1] - ref_off[k])
-    for w in prange(workers):
-        masks = np.zeros(20 * max_words, dtype=np.uint64)
-        v = np.empty(max_words, dtype=np.uint64)
-        row = np.empty(max_refs, dtype=np.float64)
-        link = links[w]
-        for c in range(w, n_chunks, workers):
-            for t in range(c * chunk, min((c + 1) * chunk, m)):
-                node = member_node[t]
-                n_refs = ref_off[node + 1] - ref_off[node]
-                arg, dmin = _nearest_row(
-                    codes, offsets, member_ids[t], ref_ids, ref_off[node], n_refs, masks, v, row, pow075
-                )
-                best[t] = arg
-                best_d[t] = dmin
-                base = link_off[node] + arg * n_refs
-                for r in range(n_refs):
-                    if row[r] < link[base + r]:
-                        link[base + r] = row[r]
+    if m > 0:
+        _nearest(codes, offsets, ref_ids, ref_off, member_ids, member_node, chunk, workers, best, best_d, links, link_off)
     out = links[0].copy()
     for w in range(1, workers):
         for e in range(len(out)):
@@ -229,7 +382,7 @@ def lcs_nearest_reference(
     return best, best_d, out, link_off
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def lcs_nearest_sample(
     codes: np.ndarray,
     offsets: np.ndarray,
@@ -247,55 +400,68 @@ def lcs_nearest_sample(
     m = len(member_ids)
     best = np.zeros(m, dtype=np.int32)
     best_d = np.zeros(m, dtype=np.float64)
-    if m == 0:
-        return best, best_d
-    max_len = max(_max_len(offsets, ref_ids), _max_len(offsets, member_ids))
-    pow075 = pow075_table(2 * max_len + 1)
-    max_words = (max_len + 63) // 64
-    max_refs = 1
-    for k in range(len(ref_off) - 1):
-        max_refs = max(max_refs, ref_off[k + 1] - ref_off[k])
-    chunk = 64
-    n_chunks = (m + chunk - 1) // chunk
-    workers = max(min(threads, n_chunks), 1)
-    for w in prange(workers):
-        masks = np.zeros(20 * max_words, dtype=np.uint64)
-        v = np.empty(max_words, dtype=np.uint64)
-        row = np.empty(max_refs, dtype=np.float64)
-        for c in range(w, n_chunks, workers):
-            for t in range(c * chunk, min((c + 1) * chunk, m)):
-                node = member_node[t]
-                arg, dmin = _nearest_row(
-                    codes, offsets, member_ids[t], ref_ids, ref_off[node], ref_off[node + 1] - ref_off[node],
-                    masks, v, row, pow075,
-                )
-                best[t] = arg
-                best_d[t] = dmin
+    if m > 0:
+        chunk = 64
+        workers = max(min(threads, (m + chunk - 1) // chunk), 1)
+        _nearest(
+            codes, offsets, ref_ids, ref_off, member_ids, member_node, chunk, workers, best, best_d,
+            np.empty((0, 0)), np.zeros(1, dtype=np.int64),
+        )
     return best, best_d
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _relax_row(
-    codes, offsets, ids, cur, in_tree, best, via, masks, words, pow075, threads
+def _relax_blocks(
+    codes, offsets, lo, hi, lb, masks, base, words, lane_len, lane_vertex, in_tree, best, via, cur, pow075,
+    threads,
 ) -> None:
-    """Lower ``best[k]`` to d(cur, k) for every vertex k outside the tree."""
-    s = len(ids)
-    a = ids[cur]
-    la = offsets[a + 1] - offsets[a]
-    workers = max(min(threads, s), 1)
-    span = (s + workers - 1) // workers
+    """Lower ``best[k]`` to d(cur, k) for every vertex k outside the tree (``cur``'s residues are
+    ``codes[lo:hi]``, ``lb`` of them), a block of ``LANES`` packed vertices at a time."""
+    n_blocks = len(base)
+    max_words = 1
+    for k in range(n_blocks):
+        max_words = max(max_words, words[k])
+    workers = max(min(threads, n_blocks), 1)
     for w in prange(workers):
-        v = np.empty(max(words, 1), dtype=np.uint64)
-        for k in range(w * span, min((w + 1) * span, s)):
-            if in_tree[k]:
+        v = np.empty(max_words * LANES, dtype=np.uint64)
+        carry = np.empty(LANES, dtype=np.uint64)
+        lcs = np.empty(LANES, dtype=np.int64)
+        for k in range(w, n_blocks, workers):
+            live = False
+            for lane in range(LANES):
+                x = lane_vertex[k * LANES + lane]
+                if x >= 0 and not in_tree[x]:
+                    live = True
+            if not live:
                 continue
-            b = ids[k]
-            lb = offsets[b + 1] - offsets[b]
-            lcs = _lcs_length(masks, words, la, codes, offsets[b], offsets[b + 1], v)
-            d = _lcs_dist(lcs, la, lb, pow075)
-            if d < best[k]:
-                best[k] = d
-                via[k] = cur
+            lens = lane_len[k * LANES : (k + 1) * LANES]
+            _lcs_lanes(masks, base[k], words[k], lens, codes, lo, hi, v, carry, lcs)
+            for lane in range(LANES):
+                x = lane_vertex[k * LANES + lane]
+                if x >= 0 and not in_tree[x]:
+                    d = _lcs_dist(lcs[lane], lens[lane], lb, pow075)
+                    if d < best[x]:
+                        best[x] = d
+                        via[x] = cur
+
+
+@njit(cache=True, nogil=True)
+def _pack_vertices(codes, offsets, ids, order, in_tree) -> tuple:
+    """The vertices outside the tree, in ``order`` (by length), packed into lane blocks:
+    ``(masks, base, words, lane_len, lane_vertex, count)``, ``lane_vertex`` -1 for an empty lane."""
+    live = np.empty(len(order), dtype=np.int64)
+    count = 0
+    for k in order:
+        if not in_tree[k]:
+            live[count] = k
+            count += 1
+    lane_vertex = np.full(((count + LANES - 1) // LANES) * LANES, -1, dtype=np.int64)
+    lane_vertex[:count] = live[:count]
+    seqs = np.full(len(lane_vertex), -1, dtype=np.int64)
+    for k in range(count):
+        seqs[k] = ids[live[k]]
+    masks, base, words, lane_len = _pack_lanes(codes, offsets, seqs)
+    return masks, base, words, lane_len, lane_vertex, count
 
 
 @njit(cache=True, nogil=True)
@@ -306,7 +472,10 @@ def lcs_prim_mst(
 
     Returns the edges in Prim order as (a, b, weight), local indices. The next
     vertex is the lowest-index one of smallest ``best`` (the order of
-    :func:`msa.tree.linkage._single_linkage`), so both give the same tree.
+    :func:`msa.tree.linkage._single_linkage`), so both give the same tree. The vertices
+    outside the tree hold the bit-vectors, in lane blocks by length, and each new vertex's
+    residues run against them; the blocks are packed again whenever fewer than half of
+    their lanes are still outside (O(n) packing in all).
     """
     s = len(ids)
     edge_a = np.empty(max(s - 1, 0), dtype=np.int64)
@@ -314,20 +483,25 @@ def lcs_prim_mst(
     edge_w = np.empty(max(s - 1, 0))
     if s < 2:
         return edge_a, edge_b, edge_w
-    max_len = _max_len(offsets, ids)
-    pow075 = pow075_table(2 * max_len + 1)
-    masks = np.zeros(20 * ((max_len + 63) // 64), dtype=np.uint64)
+    lens = np.empty(s, dtype=np.int64)
+    for k in range(s):
+        lens[k] = offsets[ids[k] + 1] - offsets[ids[k]]
+    order = np.argsort(lens, kind="mergesort")
+    pow075 = pow075_table(2 * _max_len(offsets, ids) + 1)
     in_tree = np.zeros(s, dtype=np.bool_)
     best = np.full(s, np.inf)
     via = np.zeros(s, dtype=np.int64)
     cur = 0
     in_tree[0] = True
+    masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, order, in_tree)
     for step in range(s - 1):
+        if 4 * (s - 1 - step) < 3 * live:
+            masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, order, in_tree)
         a = ids[cur]
-        la = offsets[a + 1] - offsets[a]
-        words = max((la + 63) // 64, 1)
-        _fill_masks(masks, words, codes, offsets[a], offsets[a + 1])
-        _relax_row(codes, offsets, ids, cur, in_tree, best, via, masks, words, pow075, threads)
+        _relax_blocks(
+            codes, offsets, offsets[a], offsets[a + 1], lens[cur], masks, base, words, lane_len, lane_vertex,
+            in_tree, best, via, cur, pow075, threads,
+        )
         nxt, nxt_d = -1, np.inf
         for k in range(s):
             if not in_tree[k] and (best[k] < nxt_d or nxt == -1):
