@@ -30,6 +30,8 @@ DEFAULT_COMMANDS = {
     "famsa-medoid": _FAMSA + " --guide-tree medoid",
     "mafft": "mafft --auto --anysymbol --thread {threads} --quiet {input}",
     "mafft-parttree": "mafft --parttree --anysymbol --thread {threads} --quiet {input}",
+    "clustalo": "clustalo -i {input} -o {output} --threads {threads} --force",
+    "kalign": "kalign -i {input} -o {output} --format fasta -n {threads}",
 }
 TOOLS = tuple(DEFAULT_COMMANDS)
 #: Seconds before a run is stopped and reported as timed out (``--timeout``).

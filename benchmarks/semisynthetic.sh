@@ -3,20 +3,37 @@
 # 9 variants (~8% substitutions, 0-2 short indels; datasets/semisynthetic.py), scored
 # against the family's BAliBASE reference (the originals are in it, the variants not).
 #
-#   benchmarks/semisynthetic.sh BALIFAM_DIR ID [TOOLS]
+#   benchmarks/semisynthetic.sh BALIFAM_DIR ID[,ID...] [TOOLS]
 #
 # e.g. benchmarks/semisynthetic.sh ../shared/datasets/balifam/balifam10000-dev PF00078.10000
-# TOOLS default msa-gpu,famsa-medoid; RESULTS (default bench-out) gets the JSON.
+#      ORIGINALS=1 benchmarks/semisynthetic.sh ../shared/datasets/balifam/balifam100 \
+#          PF00009.100,PF00078.100 msa,famsa,mafft,clustalo,kalign
+# TOOLS default msa-gpu,famsa-medoid; RESULTS (default bench-out) gets the JSON: one table
+# and semi-<first>.json for the grown families and, with ORIGINALS=1, one more
+# (orig-<first>.json) for the same families as they are, to show what growing them costs.
 set -eu
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-src=$1 id=$2 tools=${3:-msa-gpu,famsa-medoid}
+src=$1 ids=$2 tools=${3:-msa-gpu,famsa-medoid}
 results=${RESULTS:-bench-out}
-grown=${id%.*}.$(( $(grep -c '^>' "$src/in/$id") * 10 ))
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/in" "$work/ref" "$work/info" "$results"
-python3 datasets/semisynthetic.py "$src/in/$id" -o "$work/in/$grown" --seed 1
-cp "$src/ref/$id" "$work/ref/$grown"
-echo "$grown" > "$work/info/ids.txt"
-python3 benchmarks/balifam.py --sets "$work" --threads "$(nproc)" --tools "$tools" \
-    --timeout "${TIMEOUT:-300}" --out "$results/semi-$grown.json"
+mkdir -p "$work/grown/in" "$work/grown/ref" "$work/grown/info" "$work/orig/info" "$results"
+ln -s "$(realpath "$src/in")" "$work/orig/in"
+ln -s "$(realpath "$src/ref")" "$work/orig/ref"
+first=
+for id in ${ids//,/ }; do
+    grown=${id%.*}.$(( $(grep -c '^>' "$src/in/$id") * 10 ))
+    first=${first:-$grown}
+    python3 datasets/semisynthetic.py "$src/in/$id" -o "$work/grown/in/$grown" --seed 1
+    cp "$src/ref/$id" "$work/grown/ref/$grown"
+    echo "$grown" >> "$work/grown/info/ids.txt"
+    echo "$id" >> "$work/orig/info/ids.txt"
+done
+run() {
+    python3 benchmarks/balifam.py --sets "$1" --threads "$(nproc)" --tools "$tools" \
+        --timeout "${TIMEOUT:-300}" --out "$2"
+}
+run "$work/grown" "$results/semi-$first.json"
+if [ "${ORIGINALS:-0}" = 1 ]; then
+    run "$work/orig" "$results/orig-$first.json"
+fi
