@@ -139,6 +139,16 @@ def _lcs_lanes(
         out[lane] = zeros
 
 
+@njit(cache=True, nogil=True)
+def _lane_buffers(words: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One worker's scratch for :func:`_lcs_lanes` over blocks of at most ``max(words)`` words:
+    the lanes' bit-vectors, their carries and their LCS lengths."""
+    max_words = 1
+    for k in range(len(words)):
+        max_words = max(max_words, words[k])
+    return np.empty(max_words * LANES, dtype=np.uint64), np.empty(LANES, dtype=np.uint64), np.empty(LANES, dtype=np.int64)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _lcs_dist(lcs: int, la: int, lb: int, pow075: np.ndarray) -> float:
     """FAMSA's indel075_div_lcs of two lengths and their LCS (the rule in lcs_distance_matrix)."""
@@ -222,14 +232,9 @@ def _matrix_pass(
                 seqs[b * LANES + lane] = ids[lo + order[p + lane]]
             b += 1
     masks, base, words, lane_len = _pack_lanes(codes, offsets, seqs)
-    max_words = 1
-    for k in range(n_blocks):
-        max_words = max(max_words, words[k])
     workers = max(min(threads, n_blocks), 1)
     for w in prange(workers):
-        v = np.empty(max_words * LANES, dtype=np.uint64)
-        carry = np.empty(LANES, dtype=np.uint64)
-        lcs = np.empty(LANES, dtype=np.int64)
+        v, carry, lcs = _lane_buffers(words)
         for k in range(w, n_blocks, workers):
             g, p0 = block_group[k], block_p0[k]
             lo, s = group_off[g], group_off[g + 1] - group_off[g]
@@ -285,13 +290,8 @@ def _nearest_pass(
     masks, base, words, lane_len, lane_ref, node_block = packed
     m = len(member_ids)
     n_chunks = (m + chunk - 1) // chunk
-    max_words = 1
-    for k in range(len(words)):
-        max_words = max(max_words, words[k])
     for w in prange(workers):
-        v = np.empty(max_words * LANES, dtype=np.uint64)
-        carry = np.empty(LANES, dtype=np.uint64)
-        lcs = np.empty(LANES, dtype=np.int64)
+        v, carry, lcs = _lane_buffers(words)
         row = np.empty(max_refs, dtype=np.float64)
         for c in range(w, n_chunks, workers):
             for t in range(c * chunk, min((c + 1) * chunk, m)):
@@ -418,14 +418,9 @@ def _relax_blocks(
     """Lower ``best[k]`` to d(cur, k) for every vertex k outside the tree (``cur``'s residues are
     ``codes[lo:hi]``, ``lb`` of them), a block of ``LANES`` packed vertices at a time."""
     n_blocks = len(base)
-    max_words = 1
-    for k in range(n_blocks):
-        max_words = max(max_words, words[k])
     workers = max(min(threads, n_blocks), 1)
     for w in prange(workers):
-        v = np.empty(max_words * LANES, dtype=np.uint64)
-        carry = np.empty(LANES, dtype=np.uint64)
-        lcs = np.empty(LANES, dtype=np.int64)
+        v, carry, lcs = _lane_buffers(words)
         for k in range(w, n_blocks, workers):
             live = False
             for lane in range(LANES):
