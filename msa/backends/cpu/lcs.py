@@ -98,14 +98,16 @@ def _pack_lanes(
 
 @njit(cache=True, nogil=True)
 def _lcs_lanes(
-    masks: np.ndarray, base: int, words: int, lane_len: np.ndarray, codes: np.ndarray, lo: int, hi: int,
+    masks: np.ndarray, words: int, lane_len: np.ndarray, codes: np.ndarray, lo: int, hi: int,
     v: np.ndarray, carry: np.ndarray, out: np.ndarray,
 ) -> None:
     """``out[l]`` = LCS of the block's lane l against ``codes[lo:hi]`` by Hyyro's bit-parallel
     algorithm, V' = (V + U) | (V - U) with U = V & match(c), per lane. U's bits are a subset of
     V's, so V - U = V ^ U never borrows: only the addition carries from word to word, and the
     carry out of each 64-bit add is the full adder's majority of its top bits, computed without
-    a compare so that the lanes vectorize."""
+    a compare so that the lanes vectorize. ``masks`` is the block's own view
+    (``masks[base[b]:]``): an index the compiler can prove non-negative needs no wraparound
+    check, and only then are the mask loads contiguous vector loads (1.7x, benchmarks/NOTES.md)."""
     ones = np.uint64(0xFFFFFFFFFFFFFFFF)
     top = np.uint64(63)
     stride = words * LANES
@@ -115,7 +117,7 @@ def _lcs_lanes(
         c = codes[k]
         if c >= 20:  # only the 20 standard residues match (FAMSA)
             continue
-        row = base + np.int64(c) * stride
+        row = np.int64(c) * stride
         for lane in range(LANES):
             carry[lane] = 0
         for w in range(words):
@@ -244,7 +246,7 @@ def _matrix_pass(
                 j = order[q]
                 bq = ids[lo + j]
                 lb = offsets[bq + 1] - offsets[bq]
-                _lcs_lanes(masks, base[k], words[k], lens, codes, offsets[bq], offsets[bq + 1], v, carry, lcs)
+                _lcs_lanes(masks[base[k] :], words[k], lens, codes, offsets[bq], offsets[bq + 1], v, carry, lcs)
                 for lane in range(min(LANES, q - p0)):
                     i = order[p0 + lane]
                     a, c = min(i, j), max(i, j)
@@ -302,7 +304,7 @@ def _nearest_pass(
                 lb = offsets[seq + 1] - offsets[seq]
                 for blk in range(node_block[node - n0], node_block[node - n0 + 1]):
                     lens = lane_len[blk * LANES : (blk + 1) * LANES]
-                    _lcs_lanes(masks, base[blk], words[blk], lens, codes, offsets[seq], offsets[seq + 1], v, carry, lcs)
+                    _lcs_lanes(masks[base[blk] :], words[blk], lens, codes, offsets[seq], offsets[seq + 1], v, carry, lcs)
                     for lane in range(LANES):
                         r = lane_ref[blk * LANES + lane]
                         if r >= 0:
@@ -430,7 +432,7 @@ def _relax_blocks(
             if not live:
                 continue
             lens = lane_len[k * LANES : (k + 1) * LANES]
-            _lcs_lanes(masks, base[k], words[k], lens, codes, lo, hi, v, carry, lcs)
+            _lcs_lanes(masks[base[k] :], words[k], lens, codes, lo, hi, v, carry, lcs)
             for lane in range(LANES):
                 x = lane_vertex[k * LANES + lane]
                 if x >= 0 and not in_tree[x]:
