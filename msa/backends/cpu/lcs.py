@@ -19,7 +19,7 @@ the full-matrix path:
 
 Every one of them runs :func:`_lcs_lanes`: ``LANES`` sequences, packed in blocks of similar
 lengths (:func:`_pack_lanes`), against one other sequence at once. The lanes' carry chains
-are independent, so the compiler vectorizes across them: about twice the pairs per second of
+are independent, so the compiler vectorizes across them: about 4x the pairs per second of
 one pair at a time (benchmarks/NOTES.md). LCS is symmetric, so which sequence of a pair holds
 the bit-vectors does not change a distance.
 
