@@ -12,11 +12,11 @@ from typing import Literal, get_args
 
 #: Default mst_tree_max per backend: FAMSA's exact single-linkage LCS tree up to
 #: this many sequences. On one H100 Prim's MST takes ~0.3 s at 10^4 sequences and
-#: ~5.5 s at 10^5 (benchmarks/NOTES.md). On the CPU it takes 7-26 s for a real family of
-#: 10^4 on 2 cores (the whole alignment 1.6-2.7x FAMSA's time on the same cores, where
-#: PartTree would lose 3 SP and 6 TC points on balifam10000-dev), so PartTree takes
-#: over only past 16,384 there.
-MST_TREE_MAX = {"cuda": 200_000, "cpu": 16_384}
+#: ~5.5 s at 10^5 (benchmarks/NOTES.md). On 2 CPU cores it takes 3-11 s for a real family
+#: of 10^4 (whole alignments of balifam10000-dev in 1.09x FAMSA's time on the same cores)
+#: and ~100 s for 32,768 sequences of ~300 residues, where FAMSA's whole alignment takes
+#: 109 s; PartTree, which takes over past the limit, loses 3 SP and 6 TC points at 10^4.
+MST_TREE_MAX = {"cuda": 200_000, "cpu": 32_768}
 
 #: Scores are integers: matrix entries and gap costs times this factor
 #: (FAMSA's ``cost_cast_factor``), so CPU and GPU do the same arithmetic.
