@@ -87,7 +87,7 @@ def test_pair_oracle_is_the_lcs() -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_lane_matrices_equal_pairs_one_at_a_time(seed: int) -> None:
+def test_lane_matrices_equal_pairs_one_at_a_time(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Several groups (sizes across block edges, ids out of order) in one call, and in passes."""
     rng = np.random.default_rng(seed)
     sizes = [1, 2, lcs.LANES - 1, lcs.LANES, lcs.LANES + 1, int(rng.integers(40, 110))]
@@ -95,17 +95,16 @@ def test_lane_matrices_equal_pairs_one_at_a_time(seed: int) -> None:
     codes, offsets = random_codes(rng, sum(sizes), int(rng.choice([70, 200, 300])))
     ids = rng.permutation(sum(sizes)).astype(np.int64)
     group_off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    want = np.concatenate([pairwise_matrix(codes, offsets, ids[lo:hi]) for lo, hi in zip(group_off[:-1], group_off[1:])])
+    groups = zip(group_off[:-1], group_off[1:])
+    want = np.concatenate([pairwise_matrix(codes, offsets, ids[lo:hi]) for lo, hi in groups])
     for threads in (1, 2):
         got, got_off = lcs.lcs_distance_matrix(codes, offsets, ids, group_off, threads)
         assert np.array_equal(got, want)
         assert got_off[-1] == len(want)
-    passes = lcs.MATRIX_CHUNK
-    try:  # a pass of at most 40 sequences: every group but the largest alone
-        lcs.MATRIX_CHUNK = 40
-        got, _ = lcs.lcs_distance_matrix.py_func(codes, offsets, ids, group_off, 2)
-    finally:
-        lcs.MATRIX_CHUNK = passes
+    # Passes of at most 40 sequences (every group but the largest alone): the compiled function
+    # reads PASS_SEQUENCES when it is compiled, its Python form when it runs.
+    monkeypatch.setattr(lcs, "PASS_SEQUENCES", 40)
+    got, _ = lcs.lcs_distance_matrix.py_func(codes, offsets, ids, group_off, 2)
     assert np.array_equal(got, want)
 
 
@@ -130,7 +129,7 @@ def test_prim_lanes_give_the_matrix_tree_with_ties(distinct: int) -> None:
 
 
 @pytest.mark.parametrize("links", [False, True])
-def test_nearest_lanes_equal_pairs_one_at_a_time(links: bool) -> None:
+def test_nearest_lanes_equal_pairs_one_at_a_time(links: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Nodes of 1, LANES - 1, LANES, LANES + 1 and ~70 references, members in any node order,
     in one pass and in passes of a few nodes: nearest (earliest on ties), distance, link matrix."""
     rng = np.random.default_rng(9)
@@ -144,20 +143,19 @@ def test_nearest_lanes_equal_pairs_one_at_a_time(links: bool) -> None:
     pow075 = lcs.pow075_table(2 * int(np.diff(offsets).max()) + 1)
     rows = [np.array([pair_distance(codes, offsets, refs[r], m, pow075) for r in range(ref_off[k], ref_off[k + 1])])
             for m, k in zip(members, node)]
-    chunk = lcs.MATRIX_CHUNK
-    try:
-        for passes in (chunk, 40):  # 40 references a pass: the 70-reference node alone
-            lcs.MATRIX_CHUNK = passes
-            search = lcs.lcs_nearest_reference if links else lcs.lcs_nearest_sample
-            got = search.py_func(codes, offsets, refs, ref_off, members, node, 2)
-            assert got[0].tolist() == [int(np.argmin(r)) for r in rows]
-            assert np.array_equal(got[1], [r.min() for r in rows])
-            if links:
-                link, link_off = got[2], got[3]
-                for k, r in enumerate(ref_counts.tolist()):
-                    want = np.full((r, r), np.inf)
-                    for t in np.flatnonzero(node == k).tolist():
-                        want[got[0][t]] = np.minimum(want[got[0][t]], rows[t])
-                    assert np.array_equal(link[link_off[k] : link_off[k + 1]].reshape(r, r), want)
-    finally:
-        lcs.MATRIX_CHUNK = chunk
+    search = lcs.lcs_nearest_reference if links else lcs.lcs_nearest_sample
+    compiled = search(codes, offsets, refs, ref_off, members, node, 2)
+    monkeypatch.setattr(lcs, "_nearest", lcs._nearest.py_func)  # its pass loop reads PASS_SEQUENCES
+    for passes in (lcs.PASS_SEQUENCES, 40):  # 40 references a pass: the 70-reference node alone
+        monkeypatch.setattr(lcs, "PASS_SEQUENCES", passes)
+        got = search.py_func(codes, offsets, refs, ref_off, members, node, 2)
+        assert got[0].tolist() == [int(np.argmin(r)) for r in rows]
+        assert np.array_equal(got[1], [r.min() for r in rows])
+        if links:
+            link, link_off = got[2], got[3]
+            for k, r in enumerate(ref_counts.tolist()):
+                want = np.full((r, r), np.inf)
+                for t in np.flatnonzero(node == k).tolist():
+                    want[got[0][t]] = np.minimum(want[got[0][t]], rows[t])
+                assert np.array_equal(link[link_off[k] : link_off[k + 1]].reshape(r, r), want)
+    assert all(np.array_equal(a, b) for a, b in zip(compiled, got))

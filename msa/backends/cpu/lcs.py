@@ -148,7 +148,8 @@ def _lane_buffers(words: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     max_words = 1
     for k in range(len(words)):
         max_words = max(max_words, words[k])
-    return np.empty(max_words * LANES, dtype=np.uint64), np.empty(LANES, dtype=np.uint64), np.empty(LANES, dtype=np.int64)
+    v = np.empty(max_words * LANES, dtype=np.uint64)
+    return v, np.empty(LANES, dtype=np.uint64), np.empty(LANES, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -168,8 +169,9 @@ def _max_len(offsets: np.ndarray, ids: np.ndarray) -> int:
     return out
 
 
-#: Sequences whose lane masks one pass of :func:`lcs_distance_matrix` packs (~50 MB at 300 residues).
-MATRIX_CHUNK = 1 << 16
+#: Sequences whose lane masks one pass packs (the matrices' groups, the nearest searches'
+#: references; ~50 MB at 300 residues): memory stays proportional to a pass.
+PASS_SEQUENCES = 1 << 16
 
 
 @njit(cache=True, nogil=True)
@@ -182,7 +184,7 @@ def lcs_distance_matrix(
     float, which would overflow average linkage, so we use ``2 (la + lb) ** 0.75``,
     still above every pair of the same lengths with LCS >= 1. The powers come from
     :func:`pow075_table`, the table the CUDA kernel reads too. Groups are packed in passes
-    of at most ``MATRIX_CHUNK`` sequences (one group may pass it), so memory stays
+    of at most ``PASS_SEQUENCES`` sequences (one group may pass it), so memory stays
     proportional to a pass, not to every group at once.
     """
     out_off = condensed_offsets(group_off)
@@ -192,7 +194,7 @@ def lcs_distance_matrix(
     g = 0
     while g < n_groups:
         h = g + 1
-        while h < n_groups and group_off[h + 1] - group_off[g] <= MATRIX_CHUNK:
+        while h < n_groups and group_off[h + 1] - group_off[g] <= PASS_SEQUENCES:
             h += 1
         _matrix_pass(codes, offsets, ids, group_off, out_off, g, h, pow075, threads, out)
         g = h
@@ -302,9 +304,10 @@ def _nearest_pass(
                     continue
                 seq = member_ids[t]
                 lb = offsets[seq + 1] - offsets[seq]
+                lo, hi = offsets[seq], offsets[seq + 1]
                 for blk in range(node_block[node - n0], node_block[node - n0 + 1]):
                     lens = lane_len[blk * LANES : (blk + 1) * LANES]
-                    _lcs_lanes(masks[base[blk] :], words[blk], lens, codes, offsets[seq], offsets[seq + 1], v, carry, lcs)
+                    _lcs_lanes(masks[base[blk] :], words[blk], lens, codes, lo, hi, v, carry, lcs)
                     for lane in range(LANES):
                         r = lane_ref[blk * LANES + lane]
                         if r >= 0:
@@ -328,7 +331,7 @@ def _nearest_pass(
 def _nearest(
     codes, offsets, ref_ids, ref_off, member_ids, member_node, chunk, workers, best, best_d, links, link_off
 ) -> None:
-    """:func:`_nearest_pass` over passes of whole nodes of at most ``MATRIX_CHUNK`` references."""
+    """:func:`_nearest_pass` over passes of whole nodes of at most ``PASS_SEQUENCES`` references."""
     max_len = max(_max_len(offsets, ref_ids), _max_len(offsets, member_ids))
     pow075 = pow075_table(2 * max_len + 1)
     n_nodes = len(ref_off) - 1
@@ -338,7 +341,7 @@ def _nearest(
     n0 = 0
     while n0 < n_nodes:
         n1 = n0 + 1
-        while n1 < n_nodes and ref_off[n1 + 1] - ref_off[n0] <= MATRIX_CHUNK:
+        while n1 < n_nodes and ref_off[n1 + 1] - ref_off[n0] <= PASS_SEQUENCES:
             n1 += 1
         packed = _pack_nodes(codes, offsets, ref_ids, ref_off, n0, n1)
         _nearest_pass(
@@ -376,7 +379,9 @@ def lcs_nearest_reference(
     workers = max(min(threads, (m + chunk - 1) // chunk), 1)
     links = np.full((workers, link_off[-1]), np.inf)
     if m > 0:
-        _nearest(codes, offsets, ref_ids, ref_off, member_ids, member_node, chunk, workers, best, best_d, links, link_off)
+        _nearest(
+            codes, offsets, ref_ids, ref_off, member_ids, member_node, chunk, workers, best, best_d, links, link_off,
+        )
     out = links[0].copy()
     for w in range(1, workers):
         for e in range(len(out)):
