@@ -7,6 +7,7 @@ import pytest
 
 from msa.backends.cpu import CpuBackend, lcs
 from msa.tree.linkage import batch_linkage, prim_single_linkages
+from tests.unit.test_kmers import lcs_dp
 
 BACKEND = CpuBackend()
 #: Lengths at and around the 64-bit word boundaries, where carries cross words.
@@ -76,14 +77,8 @@ def test_pair_oracle_is_the_lcs() -> None:
     rng = np.random.default_rng(5)
     codes, offsets = random_codes(rng, 30, 140)
     for a, b in rng.integers(0, 30, (60, 2)).tolist():
-        x, y = codes[offsets[a] : offsets[a + 1]], codes[offsets[b] : offsets[b + 1]]
-        prev = [0] * (len(y) + 1)
-        for ca in x.tolist():
-            cur = [0]
-            for j, cb in enumerate(y.tolist()):
-                cur.append(prev[j] + 1 if ca == cb and ca < 20 else max(prev[j + 1], cur[j]))
-            prev = cur
-        assert pair_lcs(codes, offsets[a], offsets[a + 1], offsets[b], offsets[b + 1]) == prev[-1]
+        want = lcs_dp(bytes(codes[offsets[a] : offsets[a + 1]]), bytes(codes[offsets[b] : offsets[b + 1]]))
+        assert pair_lcs(codes, offsets[a], offsets[a + 1], offsets[b], offsets[b + 1]) == want
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -97,6 +97,37 @@ def _pack_lanes(
 
 
 @njit(cache=True, nogil=True)
+def _pack_segments(codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, seg_off: np.ndarray) -> tuple:
+    """Segments ``ids[seg_off[k]:seg_off[k + 1]]`` (a matrix's groups, the nodes' references,
+    Prim's vertices) in lane blocks, each sorted by length (stable) from a block of its own,
+    so that a block's lanes have similar lengths and few idle words.
+
+    Returns ``(masks, base, words, lane_len, lane_item, seg_block)`` (the first four as
+    :func:`_pack_lanes`): segment k's blocks are ``seg_block[k] .. seg_block[k + 1]``, its sorted
+    position p is lane ``seg_block[k] * LANES + p``, and ``lane_item`` holds each lane's index
+    within its segment (-1: an empty lane).
+    """
+    n_seg = len(seg_off) - 1
+    seg_block = np.zeros(n_seg + 1, dtype=np.int64)
+    for k in range(n_seg):
+        seg_block[k + 1] = seg_block[k] + (seg_off[k + 1] - seg_off[k] + LANES - 1) // LANES
+    seqs = np.full(seg_block[-1] * LANES, -1, dtype=np.int64)
+    lane_item = np.full(seg_block[-1] * LANES, -1, dtype=np.int64)
+    for k in range(n_seg):
+        lo, n = seg_off[k], seg_off[k + 1] - seg_off[k]
+        lens = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            lens[i] = offsets[ids[lo + i] + 1] - offsets[ids[lo + i]]
+        order = np.argsort(lens, kind="mergesort")
+        at = seg_block[k] * LANES
+        for p in range(n):
+            seqs[at + p] = ids[lo + order[p]]
+            lane_item[at + p] = order[p]
+    masks, base, words, lane_len = _pack_lanes(codes, offsets, seqs)
+    return masks, base, words, lane_len, lane_item, seg_block
+
+
+@njit(cache=True, nogil=True)
 def _lcs_lanes(
     masks: np.ndarray, words: int, lane_len: np.ndarray, codes: np.ndarray, lo: int, hi: int,
     v: np.ndarray, carry: np.ndarray, out: np.ndarray,
@@ -206,80 +237,33 @@ def _matrix_pass(
     codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, group_off: np.ndarray, out_off: np.ndarray,
     g0: int, g1: int, pow075: np.ndarray, threads: int, out: np.ndarray,
 ) -> None:
-    """Groups ``g0 .. g1-1`` of :func:`lcs_distance_matrix`: each group's members sorted by
-    length into blocks of ``LANES`` (similar lengths, so few idle words), and block b (its
-    group's sorted positions p0 .. p0+LANES-1) against every later sorted position q: the
-    pairs (p, q), p < q, each once."""
-    n_blocks = 0
-    for g in range(g0, g1):
-        s = group_off[g + 1] - group_off[g]
-        if s > 1:
-            n_blocks += (s + LANES - 1) // LANES
-    block_group = np.empty(n_blocks, dtype=np.int64)
-    block_p0 = np.empty(n_blocks, dtype=np.int64)
-    perm = np.empty(group_off[g1] - group_off[g0], dtype=np.int64)  # local index at each sorted position
-    seqs = np.full(n_blocks * LANES, -1, dtype=np.int64)
-    b = 0
-    for g in range(g0, g1):
-        lo, s = group_off[g], group_off[g + 1] - group_off[g]
-        lens = np.empty(s, dtype=np.int64)
-        for i in range(s):
-            lens[i] = offsets[ids[lo + i] + 1] - offsets[ids[lo + i]]
-        order = np.argsort(lens, kind="mergesort")
-        perm[lo - group_off[g0] : lo - group_off[g0] + s] = order
-        if s < 2:
-            continue
-        for p in range(0, s, LANES):
-            block_group[b] = g
-            block_p0[b] = p
-            for lane in range(min(LANES, s - p)):
-                seqs[b * LANES + lane] = ids[lo + order[p + lane]]
-            b += 1
-    masks, base, words, lane_len = _pack_lanes(codes, offsets, seqs)
+    """Groups ``g0 .. g1-1`` of :func:`lcs_distance_matrix`, packed by :func:`_pack_segments`:
+    block b (its group's sorted positions p0 .. p0+LANES-1) against every later sorted position
+    q, so each pair (p, q), p < q, once."""
+    packed = _pack_segments(codes, offsets, ids, group_off[g0 : g1 + 1])
+    masks, base, words, lane_len, lane_item, seg_block = packed
+    n_blocks = seg_block[-1]
+    block_seg = np.empty(n_blocks, dtype=np.int64)
+    for k in range(g1 - g0):
+        block_seg[seg_block[k] : seg_block[k + 1]] = k
     workers = max(min(threads, n_blocks), 1)
     for w in prange(workers):
         v, carry, lcs = _lane_buffers(words)
-        for k in range(w, n_blocks, workers):
-            g, p0 = block_group[k], block_p0[k]
-            lo, s = group_off[g], group_off[g + 1] - group_off[g]
-            order = perm[lo - group_off[g0] : lo - group_off[g0] + s]
-            lens = lane_len[k * LANES : (k + 1) * LANES]
+        for blk in range(w, n_blocks, workers):
+            k = block_seg[blk]
+            lo, s = group_off[g0 + k], group_off[g0 + k + 1] - group_off[g0 + k]
+            first = seg_block[k] * LANES  # the lane of the group's sorted position 0
+            p0 = blk * LANES - first
+            lens = lane_len[blk * LANES : (blk + 1) * LANES]
             for q in range(p0 + 1, s):
-                j = order[q]
+                j = lane_item[first + q]
                 bq = ids[lo + j]
                 lb = offsets[bq + 1] - offsets[bq]
-                _lcs_lanes(masks[base[k] :], words[k], lens, codes, offsets[bq], offsets[bq + 1], v, carry, lcs)
+                _lcs_lanes(masks[base[blk] :], words[blk], lens, codes, offsets[bq], offsets[bq + 1], v, carry, lcs)
                 for lane in range(min(LANES, q - p0)):
-                    i = order[p0 + lane]
+                    i = lane_item[blk * LANES + lane]
                     a, c = min(i, j), max(i, j)
-                    out[out_off[g] + condensed_index(s, a, c)] = _lcs_dist(lcs[lane], lens[lane], lb, pow075)
-
-
-@njit(cache=True, nogil=True)
-def _pack_nodes(
-    codes: np.ndarray, offsets: np.ndarray, ref_ids: np.ndarray, ref_off: np.ndarray, n0: int, n1: int
-) -> tuple:
-    """The references of nodes ``n0 .. n1-1`` in lane blocks, each node's from a block of its own,
-    by length: ``(masks, base, words, lane_len, lane_ref, node_block)``; ``lane_ref`` is a lane's
-    index among its node's references (-1: empty), node ``n0 + k``'s blocks are
-    ``node_block[k] .. node_block[k + 1]``."""
-    node_block = np.zeros(n1 - n0 + 1, dtype=np.int64)
-    for k in range(n1 - n0):
-        r = ref_off[n0 + k + 1] - ref_off[n0 + k]
-        node_block[k + 1] = node_block[k] + (r + LANES - 1) // LANES
-    seqs = np.full(node_block[-1] * LANES, -1, dtype=np.int64)
-    lane_ref = np.full(node_block[-1] * LANES, -1, dtype=np.int64)
-    for k in range(n1 - n0):
-        lo, n_refs = ref_off[n0 + k], ref_off[n0 + k + 1] - ref_off[n0 + k]
-        lens = np.empty(n_refs, dtype=np.int64)
-        for r in range(n_refs):
-            lens[r] = offsets[ref_ids[lo + r] + 1] - offsets[ref_ids[lo + r]]
-        order = np.argsort(lens, kind="mergesort")
-        for p in range(n_refs):
-            seqs[node_block[k] * LANES + p] = ref_ids[lo + order[p]]
-            lane_ref[node_block[k] * LANES + p] = order[p]
-    masks, base, words, lane_len = _pack_lanes(codes, offsets, seqs)
-    return masks, base, words, lane_len, lane_ref, node_block
+                    out[out_off[g0 + k] + condensed_index(s, a, c)] = _lcs_dist(lcs[lane], lens[lane], lb, pow075)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -288,7 +272,7 @@ def _nearest_pass(
     best, best_d, links, link_off,
 ) -> None:
     """The members of nodes ``n0 .. n1-1`` against their node's packed references (``packed``,
-    :func:`_pack_nodes`): nearest (earliest index on ties) and its distance into ``best`` /
+    :func:`_pack_segments` of the nodes' references): nearest (earliest index on ties) and its distance into ``best`` /
     ``best_d``; where ``links`` has rows (one a worker), the link matrices as
     :func:`lcs_nearest_reference` defines them, each worker into its own row."""
     masks, base, words, lane_len, lane_ref, node_block = packed
@@ -302,9 +286,8 @@ def _nearest_pass(
                 node = member_node[t]
                 if node < n0 or node >= n1:
                     continue
-                seq = member_ids[t]
-                lb = offsets[seq + 1] - offsets[seq]
-                lo, hi = offsets[seq], offsets[seq + 1]
+                lo, hi = offsets[member_ids[t]], offsets[member_ids[t] + 1]
+                lb = hi - lo
                 for blk in range(node_block[node - n0], node_block[node - n0 + 1]):
                     lens = lane_len[blk * LANES : (blk + 1) * LANES]
                     _lcs_lanes(masks[base[blk] :], words[blk], lens, codes, lo, hi, v, carry, lcs)
@@ -343,7 +326,7 @@ def _nearest(
         n1 = n0 + 1
         while n1 < n_nodes and ref_off[n1 + 1] - ref_off[n0] <= PASS_SEQUENCES:
             n1 += 1
-        packed = _pack_nodes(codes, offsets, ref_ids, ref_off, n0, n1)
+        packed = _pack_segments(codes, offsets, ref_ids, ref_off[n0 : n1 + 1])
         _nearest_pass(
             codes, offsets, member_ids, member_node, ref_off, n0, n1, packed, max_refs, pow075, chunk, workers,
             best, best_d, links, link_off,
@@ -448,21 +431,22 @@ def _relax_blocks(
 
 
 @njit(cache=True, nogil=True)
-def _pack_vertices(codes, offsets, ids, order, in_tree) -> tuple:
-    """The vertices outside the tree, in ``order`` (by length), packed into lane blocks:
+def _pack_vertices(codes, offsets, ids, in_tree) -> tuple:
+    """The vertices outside the tree in lane blocks (:func:`_pack_segments`, one segment):
     ``(masks, base, words, lane_len, lane_vertex, count)``, ``lane_vertex`` -1 for an empty lane."""
-    live = np.empty(len(order), dtype=np.int64)
+    live = np.empty(len(ids), dtype=np.int64)
     count = 0
-    for k in order:
+    for k in range(len(ids)):
         if not in_tree[k]:
             live[count] = k
             count += 1
-    lane_vertex = np.full(((count + LANES - 1) // LANES) * LANES, -1, dtype=np.int64)
-    lane_vertex[:count] = live[:count]
-    seqs = np.full(len(lane_vertex), -1, dtype=np.int64)
-    for k in range(count):
-        seqs[k] = ids[live[k]]
-    masks, base, words, lane_len = _pack_lanes(codes, offsets, seqs)
+    live = live[:count]
+    masks, base, words, lane_len, lane_item, _ = _pack_segments(
+        codes, offsets, ids[live], np.array([0, count], dtype=np.int64)
+    )
+    lane_vertex = np.full(len(lane_item), -1, dtype=np.int64)
+    for x in range(count):  # the segment's lanes come first, all filled
+        lane_vertex[x] = live[lane_item[x]]
     return masks, base, words, lane_len, lane_vertex, count
 
 
@@ -476,8 +460,8 @@ def lcs_prim_mst(
     vertex is the lowest-index one of smallest ``best`` (the order of
     :func:`msa.tree.linkage._single_linkage`), so both give the same tree. The vertices
     outside the tree hold the bit-vectors, in lane blocks by length, and each new vertex's
-    residues run against them; the blocks are packed again whenever fewer than half of
-    their lanes are still outside (O(n) packing in all).
+    residues run against them; the blocks are packed again whenever a quarter of their
+    lanes have joined the tree (O(n log n) packing in all).
     """
     s = len(ids)
     edge_a = np.empty(max(s - 1, 0), dtype=np.int64)
@@ -488,17 +472,16 @@ def lcs_prim_mst(
     lens = np.empty(s, dtype=np.int64)
     for k in range(s):
         lens[k] = offsets[ids[k] + 1] - offsets[ids[k]]
-    order = np.argsort(lens, kind="mergesort")
     pow075 = pow075_table(2 * _max_len(offsets, ids) + 1)
     in_tree = np.zeros(s, dtype=np.bool_)
     best = np.full(s, np.inf)
     via = np.zeros(s, dtype=np.int64)
     cur = 0
     in_tree[0] = True
-    masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, order, in_tree)
+    masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, in_tree)
     for step in range(s - 1):
         if 4 * (s - 1 - step) < 3 * live:
-            masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, order, in_tree)
+            masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, in_tree)
         a = ids[cur]
         _relax_blocks(
             codes, offsets, offsets[a], offsets[a + 1], lens[cur], masks, base, words, lane_len, lane_vertex,
