@@ -253,6 +253,8 @@ def precompile(folder: Path, jobs: int | None = None) -> int:
         lock.unlink()
     if failed:
         raise RuntimeError(f"precompiling msa's Numba functions failed: {failed}")
+    if not any(folder.glob("nrt-*.pkl")):  # msa.jit saves Numba's runtime at a build's first load
+        raise RuntimeError(f"precompiling saved no Numba runtime into {folder}")
     return sum(1 for _ in folder.rglob("*.nbc"))
 
 

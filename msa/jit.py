@@ -28,6 +28,7 @@ import functools
 import hashlib
 import inspect
 import os
+import pickle
 from pathlib import Path
 from typing import Any, Callable
 
@@ -91,10 +92,67 @@ class _LazyCache:
             guard, load = cache._guard_against_spurious_io_errors, cache._load_overload
         except (ImportError, AttributeError):  # Numba's internals changed: its own way
             return cache.load_overload(sig, target_context)
-        rtsys.initialize(target_context)
         _load_symbols_from_object(target_context.codegen())
+        _initialize_runtime(rtsys, target_context)
         with guard():
             return load(sig, target_context)
+
+
+def _initialize_runtime(rtsys: Any, target_context: Any) -> None:
+    """Numba's runtime (NRT) initialised with its LLVM module loaded as machine code where the
+    wheel shipped it, instead of compiled by LLVM as Numba does in every process (16 ms on the
+    2-core dev machine, 38 ms on the device hosts; benchmarks/NOTES.md, session 12). Building
+    (msa._precompile), the module is compiled with object caching and saved for the wheel."""
+    if getattr(rtsys, "_init", True):  # initialised already (or Numba's internals changed)
+        rtsys.initialize(target_context)
+        return
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.runtime import nrtdynmod
+
+        compile_nrt = nrtdynmod.compile_nrt_functions
+        nrtdynmod.create_nrt_module  # noqa: B018  (what building uses)
+    except (ImportError, AttributeError):
+        rtsys.initialize(target_context)
+        return
+    codegen = target_context.codegen()
+    path = runtime_file(_build_dir() or SHIPPED, codegen)
+
+    def shipped(ctx: Any) -> Any:
+        return ctx.codegen().unserialize_library(pickle.loads(path.read_bytes()))
+
+    def build_and_save(ctx: Any) -> Any:
+        module, library = nrtdynmod.create_nrt_module(ctx)
+        library.enable_object_caching()
+        library.add_ir_module(module)
+        library.finalize()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_bytes(pickle.dumps(library.serialize_using_object_code()))
+        os.replace(tmp, path)  # build processes may race: each writes the same bytes whole
+        return library
+
+    if _build_dir() is not None:
+        loader = build_and_save
+    elif path.is_file():
+        loader = shipped
+    else:
+        rtsys.initialize(target_context)
+        return
+    with global_compiler_lock:  # no other thread initialises the runtime while the loader is in place
+        nrtdynmod.compile_nrt_functions = loader
+        try:
+            rtsys.initialize(target_context)
+        finally:
+            nrtdynmod.compile_nrt_functions = compile_nrt
+
+
+def runtime_file(folder: Path, codegen: Any) -> Path:
+    """Where ``folder`` keeps the runtime's machine code for this Numba, llvmlite and CPU."""
+    import llvmlite
+
+    key = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple()))
+    return folder / f"nrt-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pkl"
 
 
 def _load_symbols_from_object(codegen: Any) -> None:

@@ -192,6 +192,15 @@ STANDIN = textwrap.dedent(
             compiled.append(ev.data["dispatcher"].py_func.__qualname__)
 
     event.register("numba:compile", Count())
+    from numba.core.runtime import nrtdynmod
+
+    create_nrt_module = nrtdynmod.create_nrt_module
+
+    def counted(ctx):  # Numba's runtime compiled by LLVM in this process
+        compiled.append("NRT")
+        return create_nrt_module(ctx)
+
+    nrtdynmod.create_nrt_module = counted
     from msa import jit
 
     jit.PACKAGE = Path(sys.argv[1]).resolve()
@@ -207,8 +216,9 @@ STANDIN = textwrap.dedent(
 
 def test_shipped_entries_load_and_go_stale(tmp_path: Path) -> None:
     """Built into the shipped folder, an entry loads without compiling and without writing
-    anything; any change to the package's source makes it stale, and the function compiles
-    into Numba's own cache instead (never into the shipped folder)."""
+    anything, and so does Numba's runtime (NRT); any change to the package's source makes the
+    entry stale, and the function compiles into Numba's own cache instead (never into the
+    shipped folder), while the runtime, which does not depend on msa's source, still loads."""
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "standin.py").write_text(MODULE)
@@ -222,9 +232,10 @@ def test_shipped_entries_load_and_go_stale(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    assert run(build=True) == ["double"]
+    assert run(build=True) == ["NRT", "double"]
     shipped = sorted(p.name for p in (package / "_jitcache").iterdir())
     assert [n for n in shipped if n.endswith(".nbi")] == ["standin.double-5.py%d%d.nbi" % sys.version_info[:2]]
+    assert len([n for n in shipped if n.startswith("nrt-") and n.endswith(".pkl")]) == 1
     assert run(build=False) == []
     assert not any((tmp_path / "numba-cache").rglob("*.nbi"))
 
