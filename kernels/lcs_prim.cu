@@ -11,8 +11,13 @@
 //      smallest (best, local index) it owns;
 //   3. a block-wide minimum goes to part[block]; the last of the group's blocks to arrive at
 //      the group's barrier reduces the group's parts, writes the step's edge, marks the winner
-//      and publishes it as the next cur, then releases the barrier.
+//      and publishes its key (the next cur, with where its residues are, so that no block looks
+//      them up), then releases the barrier.
 // The smallest (best, local index) is the CPU's choice (lowest index of smallest best).
+// A thread's first position lives in registers for the whole launch (its best, via, whether it
+// joined, where its residues are): at 10^5 a thread owns one position, so a step's relax loads
+// nothing but residues; further positions (groups larger than the launch's threads) are read
+// from global memory each step, as are the winner marks (in_tree) they need.
 // All blocks of the launch must be resident at once (the host sizes the grid from the
 // occupancy); groups never wait on each other, so a small group finishes early and its
 // blocks simply exit.
@@ -59,10 +64,12 @@ __device__ __forceinline__ long long prim_dispatch(int words, const unsigned* pl
 }
 
 // (distance bits, local index) ordered lexicographically; distances are >= 0, so their
-// IEEE bits order as the values do. pos and via ride along for the winner.
+// IEEE bits order as the values do. pos, via and the vertex's residues (first code, length)
+// ride along for the winner, so that the next step builds its masks without another lookup.
 struct Key {
     u64 d;
-    int local, pos, via;
+    long long a0;
+    int local, pos, via, len;
 };
 
 __device__ __forceinline__ bool key_less(const Key& a, const Key& b) {
@@ -74,9 +81,11 @@ __device__ __forceinline__ Key warp_min(Key k) {
     for (int o = 16; o > 0; o >>= 1) {
         Key x;
         x.d = __shfl_down_sync(0xffffffffu, k.d, o);
+        x.a0 = __shfl_down_sync(0xffffffffu, k.a0, o);
         x.local = __shfl_down_sync(0xffffffffu, k.local, o);
         x.pos = __shfl_down_sync(0xffffffffu, k.pos, o);
         x.via = __shfl_down_sync(0xffffffffu, k.via, o);
+        x.len = __shfl_down_sync(0xffffffffu, k.len, o);
         if (key_less(x, k)) k = x;
     }
     return k;
@@ -91,7 +100,7 @@ __device__ __forceinline__ Key block_min(Key k) {
     if (lane == 0) warps[warp] = k;
     __syncthreads();
     if (warp == 0) {
-        const Key none = {~0ull, 0x7fffffff, -1, -1};
+        const Key none = {~0ull, 0, 0x7fffffff, -1, -1, 0};
         k = lane < (int)(blockDim.x >> 5) ? warps[lane] : none;
         k = warp_min(k);
     }
@@ -127,14 +136,17 @@ static_assert(PRIM_THREADS % 64 == 0, "the snake needs an even number of warps a
 // (+-1) over the whole length range, and blocks sized to whole SMs finish a step together.
 extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) prim_steps(
     const uint4* __restrict__ pk4, const long long* __restrict__ sec_off, const int* __restrict__ pos_local,
-    const int* __restrict__ pos_len, const unsigned char* __restrict__ codes, const long long* __restrict__ seq_off,
-    const double* __restrict__ pow075, double* __restrict__ best, int* __restrict__ via, unsigned char* in_tree,
-    const int* __restrict__ block_group, const int* __restrict__ blk0, const long long* __restrict__ pos0,
-    const int* __restrict__ npos, const long long* __restrict__ seq0, const int* __restrict__ step0,
-    const int* __restrict__ step_end, const long long* __restrict__ edge0, int* state, int* __restrict__ edge_a,
-    int* __restrict__ edge_b, double* __restrict__ edge_w, Key* part, unsigned* bar, u64* scratch) {
+    const int* __restrict__ pos_len, const long long* __restrict__ pos_a0, const unsigned char* __restrict__ codes,
+    const long long* __restrict__ seq_off, const double* __restrict__ pow075, double* __restrict__ best,
+    int* __restrict__ via, unsigned char* in_tree, const int* __restrict__ block_group, const int* __restrict__ blk0,
+    const long long* __restrict__ pos0, const int* __restrict__ npos, const long long* __restrict__ seq0,
+    const int* __restrict__ step0, const int* __restrict__ step_end, const long long* __restrict__ edge0, int* state,
+    int* __restrict__ edge_a, int* __restrict__ edge_b, double* __restrict__ edge_w, Key* part, unsigned* bar,
+    u64* scratch) {
     extern __shared__ unsigned planes[];
-    __shared__ int s_last, s_cur;
+    __shared__ Key s_win;
+    __shared__ int s_last;
+    const Key none = {~0ull, 0, 0x7fffffff, -1, -1, 0};
     const int g = block_group[blockIdx.x];
     const int b0 = blk0[g], nb = blk0[g + 1] - b0, b = blockIdx.x - b0;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wpb = blockDim.x >> 5;
@@ -146,36 +158,55 @@ extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) p
     const long long scratch_stride = (long long)gridDim.x * blockDim.x;
     u64* my_scratch = scratch + (long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned* gbar = bar + 2 * g;
+    Key* win = part + gridDim.x + g;  // the step's winner, published by the group's last block
     const unsigned gen0 = acquire_load(gbar + 1);  // no block of the group can release a barrier before all have read it
+    // the first position, in registers (live: not yet in the tree)
+    const long long p1 = 32 * first_chunk + lane;
+    bool live1 = false;
+    int len1 = 0, via1 = 0;
+    double best1 = 0.0;
+    const uint4* col1 = pk4;
+    if (p1 < n_pos) {
+        const long long P = p0 + p1;
+        live1 = in_tree[P] == 0;
+        len1 = pos_len[P];
+        best1 = best[P], via1 = via[P];
+        col1 = pk4 + sec_off[P >> 5] / 4 + (P & 31);
+    }
     int cur = state[g];
+    long long a0 = seq_off[s0 + cur], la = seq_off[s0 + cur + 1] - a0;
     for (int step = step0[g]; step < step_end[g]; ++step) {
         // 1. cur's masks
-        const long long a0 = seq_off[s0 + cur], la = seq_off[s0 + cur + 1] - a0;
         const int words = la > 64 ? (int)((la + 63) >> 6) : 1;
         build_planes(planes, codes + a0, la, words);
         __syncthreads();
-        // 2. relax the owned positions
-        Key mine = {~0ull, 0x7fffffff, -1, -1};
-        for (long long p = 32 * first_chunk + lane; p < p_end; p += p_step) {
+        // 2. relax the owned positions (the first from registers, the others from global memory)
+        Key mine = none;
+        for (long long p = p1; p < p_end; p += p_step) {
+            const bool first = p == p1;
             const long long P = p0 + p;
-            if (p >= n_pos || __ldcg(&in_tree[P])) continue;
-            const int lb = pos_len[P];
-            const uint4* col = pk4 + sec_off[P >> 5] / 4 + (P & 31);
+            if (first ? !live1 : p >= n_pos || __ldcg(&in_tree[P])) continue;
+            const int lb = first ? len1 : pos_len[P];
+            const uint4* col = first ? col1 : pk4 + sec_off[P >> 5] / 4 + (P & 31);
             const long long lcs =
                 prim_dispatch(words, planes, col, (lb + 15) >> 4, la, my_scratch, scratch_stride);
             const double d = lcs_distance(lcs, la, lb, pow075);
-            double bp = best[P];
-            int vp = via[P];
+            double bp = first ? best1 : best[P];
+            int vp = first ? via1 : via[P];
             if (d < bp) {
                 bp = d;
                 vp = cur;
-                best[P] = d;
-                via[P] = cur;
+                if (first) {
+                    best1 = d, via1 = cur;
+                } else {
+                    best[P] = d;
+                    via[P] = cur;
+                }
             }
-            const Key k = {(u64)__double_as_longlong(bp), pos_local[P], (int)p, vp};
+            const Key k = {(u64)__double_as_longlong(bp), pos_a0[P], pos_local[P], (int)p, vp, lb};
             if (key_less(k, mine)) mine = k;
         }
-        // 3. block minimum, the group's barrier, its last block picks the next vertex
+        // 3. block minimum, the group's barrier, its last block picks and publishes the next vertex
         mine = block_min(mine);
         if (threadIdx.x == 0) {
             part[blockIdx.x] = mine;
@@ -184,9 +215,10 @@ extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) p
         __syncthreads();
         const unsigned target = gen0 + (unsigned)(step - step0[g]) + 1u;
         if (s_last) {
-            Key k = {~0ull, 0x7fffffff, -1, -1};
+            Key k = none;
             for (int q = b0 + threadIdx.x; q < b0 + nb; q += blockDim.x) {
-                const Key x = {__ldcg(&part[q].d), __ldcg(&part[q].local), __ldcg(&part[q].pos), __ldcg(&part[q].via)};
+                const Key x = {__ldcg(&part[q].d), __ldcg(&part[q].a0), __ldcg(&part[q].local), __ldcg(&part[q].pos),
+                               __ldcg(&part[q].via), __ldcg(&part[q].len)};
                 if (key_less(x, k)) k = x;
             }
             k = block_min(k);
@@ -196,16 +228,20 @@ extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) p
                 edge_w[e0 + step] = __longlong_as_double((long long)k.d);
                 in_tree[p0 + k.pos] = 1;
                 state[g] = k.local;
+                *win = k;
                 gbar[0] = 0u;
                 release_add(&gbar[1]);
-                s_cur = k.local;
+                s_win = k;
             }
         } else if (threadIdx.x == 0) {
             while ((int)(acquire_load(gbar + 1) - target) < 0) {
             }
-            s_cur = __ldcg(&state[g]);
+            s_win = {__ldcg(&win->d), __ldcg(&win->a0), __ldcg(&win->local), __ldcg(&win->pos), __ldcg(&win->via),
+                     __ldcg(&win->len)};
         }
         __syncthreads();
-        cur = s_cur;
+        cur = s_win.local, a0 = s_win.a0, la = s_win.len;
+        if (s_win.pos == p1) live1 = false;
     }
+    if (p1 < n_pos) best[p0 + p1] = best1, via[p0 + p1] = via1;
 }

@@ -263,8 +263,9 @@ PRIM_COMPACT_MIN = 16384
 #: a phase of n runs n / PRIM_PHASE_DIV steps over all n lanes, n^2 / (2 - 1 / PRIM_PHASE_DIV)
 #: lane-pairs in all against the n^2 / 2 pairs (4 / 3 of them at 2, 16 / 15 at 8).
 PRIM_PHASE_DIV = 8
-#: 8-byte words of a block's minimum (kernels/lcs_prim.cu Key: distance bits, local, pos, via).
-PRIM_KEY_WORDS = 3
+#: 8-byte words of a block's minimum (kernels/lcs_prim.cu Key: distance bits, first code, local,
+#: pos, via, length).
+PRIM_KEY_WORDS = 4
 #: Words of V held in registers (kernels/lcs_core.cuh LCS_CHAIN_MAX); longer need a scratch.
 PRIM_REGISTER_WORDS = 8
 
@@ -314,6 +315,7 @@ def prim_msts(
         steps.max_dynamic_shared_size_bytes = shared
         resident = _resident_blocks(steps, shared) * n_sm
         _, d_codes, d_seq_off = sequences_on_device(codes, offsets, ids)
+        seq_start = np.concatenate(([0], np.cumsum(lens)))  # d_seq_off on the host
         d_pow = _pow075(2 * max_len + 1)
         # the remaining vertices, each group's run contiguous and in length order (on the host:
         # a launch's gathers and the compaction after it are NumPy, and the device sees uploads)
@@ -346,13 +348,15 @@ def prim_msts(
             d_state = cp.asarray(state[chunk])
             steps(
                 (blocks,), (PRIM_THREADS,),
-                (pk, sec_off, cp.asarray(pos["local"][at]), cp.asarray(l_len), d_codes, d_seq_off, d_pow,
+                (pk, sec_off, cp.asarray(pos["local"][at]), cp.asarray(l_len),
+                 cp.asarray(np.where(valid, seq_start[pos["seq"][at]], 0)), d_codes, d_seq_off, d_pow,
                  d_best, d_via, d_in_tree,
                  cp.asarray(np.repeat(np.arange(len(chunk), dtype=np.int32), alloc)), cp.asarray(blk0),
                  cp.asarray(pos0), cp.asarray(n_pos.astype(np.int32)), cp.asarray(group_off[chunk]),
                  cp.asarray(done[chunk].astype(np.int32)), cp.asarray(end.astype(np.int32)),
                  cp.asarray(group_off[chunk] - chunk), d_state, edge_a, edge_b, edge_w,
-                 cp.empty(PRIM_KEY_WORDS * blocks, dtype=cp.int64), cp.zeros(2 * len(chunk), dtype=cp.uint32), scratch),
+                 cp.empty(PRIM_KEY_WORDS * (blocks + len(chunk)), dtype=cp.int64),
+                 cp.zeros(2 * len(chunk), dtype=cp.uint32), scratch),
                 shared_mem=shared,
             )
             state[chunk] = d_state.get()
