@@ -24,13 +24,15 @@ are not as expected, :func:`njit` falls back to plain ``numba.njit(cache=True)``
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
 import os
 import pickle
+import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numba
 
@@ -94,8 +96,48 @@ class _LazyCache:
             return cache.load_overload(sig, target_context)
         _load_symbols_from_object(target_context.codegen())
         _initialize_runtime(rtsys, target_context)
-        with guard():
+        with guard(), _environments_without_imports():
             return load(sig, target_context)
+
+
+@contextlib.contextmanager
+def _environments_without_imports() -> Iterator[None]:
+    """Cache entries loaded without importing the Numba modules their inlined helpers come from.
+
+    An entry's environments (one per compiled function, its helpers' included) are pickled as
+    (module name, constants) and rebuilt by importing the module, for its globals: loading the
+    example's entries imported ``numba.np.arrayobj`` and, through it, Numba's string, hashing
+    and random implementations (0.03 s on the 2-core dev machine; benchmarks/NOTES.md, session
+    12). Only object-mode code reads an environment's globals; msa compiles nopython code
+    only, and Numba's own implementation modules hold nothing else. So an environment of a
+    ``numba.*`` module that is not imported yet gets a globals dict naming the module (what
+    caching it again needs) instead of the module's own. Numba's loader comes back on exit
+    (the dispatcher holds the compiler lock throughout, so no other load sees the swap)."""
+    try:
+        from numba.core import environment
+
+        rebuild, lookup, env_class = environment._rebuild_env, environment.lookup_environment, environment.Environment
+        env_class._memo  # noqa: B018
+    except (ImportError, AttributeError):  # Numba's internals changed: its own way
+        yield
+        return
+
+    def rebuild_lazily(modname: str, consts: list, env_name: str) -> Any:
+        if not isinstance(modname, str) or modname in sys.modules or not modname.startswith("numba."):
+            return rebuild(modname, consts, env_name)
+        env = lookup(env_name)
+        if env is None:
+            env = env_class({"__name__": modname})
+            env.consts[:] = consts
+            env.env_name = env_name
+            env_class._memo[env_name] = env
+        return env
+
+    environment._rebuild_env = rebuild_lazily
+    try:
+        yield
+    finally:
+        environment._rebuild_env = rebuild
 
 
 def _initialize_runtime(rtsys: Any, target_context: Any) -> None:

@@ -167,10 +167,13 @@ def _skip_numba_extensions() -> None:
 BLAS_PROBE = "scipy.linalg.cython_blas"
 #: What Numba's import tries, to report compiled lines to a running coverage measurement.
 COVERAGE_PROBE = "coverage"
+#: What Numba's import imports, where installed, only to check its version (``import numba``'s
+#: first lines); blocking it blocks BLAS_PROBE too.
+SCIPY_PROBE = "scipy"
 
 
 class _ProbeBlock:
-    """Until Numba is imported and its registries are loaded, two of its optional imports find
+    """Until Numba is imported and its registries are loaded, three of its optional imports find
     nothing, on a thread that competes with the main one for the GIL:
 
     * the BLAS probe (SciPy's linalg: 0.58 s of the 1.3 s the registries took on the H100
@@ -178,12 +181,14 @@ class _ProbeBlock:
     * ``coverage``, which ``import numba`` imports wherever it is installed (0.04 s on the
       device machines' image) to tell a running measurement which lines it compiled. Not
       blocked when coverage is already imported (a run under ``coverage run``).
+    * ``scipy`` itself, which ``import numba`` imports to check that its version is at least
+      1.0 (7 ms on the 2-core dev machine); msa's runs import no SciPy.
 
     Set when the start begins, so the probes are skipped whichever thread gets there first;
     this runs only in msa's own processes (the CLI), never when msa is imported as a library."""
 
     def __init__(self) -> None:
-        self._blocked = [m for m in (BLAS_PROBE, COVERAGE_PROBE) if m not in sys.modules]
+        self._blocked = [m for m in (SCIPY_PROBE, BLAS_PROBE, COVERAGE_PROBE) if m not in sys.modules]
         for module in self._blocked:
             sys.modules[module] = None  # type: ignore[assignment]  (importing it raises ImportError)
 
