@@ -35,7 +35,7 @@ EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7, help="timed runs of each command per tree")
-    ap.add_argument("--devices", default="auto", help="comma-separated --device values for the example")
+    ap.add_argument("--devices", default="auto", help="comma-separated --device values for the example ('' for none)")
     ap.add_argument("--add", nargs=2, metavar=("EXISTING", "NEW"), help="also time msa add EXISTING NEW")
     ap.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR", help="another source tree")
     args = ap.parse_args()
@@ -46,7 +46,7 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="msa-startup-"))
     for label, tree in trees.items():
         _check_tree(label, tree, out)
-    commands = {f"example --device {d}": ["align", str(EXAMPLE), "--device", d] for d in args.devices.split(",")}
+    commands = {f"example --device {d}": ["align", str(EXAMPLE), "--device", d] for d in args.devices.split(",") if d}
     if args.add:
         commands["add"] = ["add", *(str(Path(a).resolve()) for a in args.add)]
     times: dict[tuple[str, str], list[float]] = {}
