@@ -145,8 +145,8 @@ def _initialize_runtime(rtsys: Any, target_context: Any) -> None:
     wheel shipped it, instead of compiled by LLVM as Numba does in every process (16 ms on the
     2-core dev machine, 38 ms on the device hosts; benchmarks/NOTES.md, session 12). Building
     (msa._precompile), the module is compiled with object caching and saved for the wheel."""
-    if getattr(rtsys, "_init", True):  # initialised already (or Numba's internals changed)
-        rtsys.initialize(target_context)
+    if getattr(rtsys, "_init", True) or numba.config.DEBUG_NRT:  # initialised already, Numba's
+        rtsys.initialize(target_context)  # internals changed, or its debug build of NRT asked for
         return
     try:
         from numba.core.compiler_lock import global_compiler_lock

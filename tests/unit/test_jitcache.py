@@ -284,7 +284,7 @@ RUN_KINDS = textwrap.dedent(
         raised = "nothing"
     except ZeroDivisionError:
         raised = "ZeroDivisionError"
-    registries = 'numba.np.arraymath' in sys.modules
+    registries = any(m in sys.modules for m in ('numba.np.arraymath', 'numba.np.arrayobj'))
     import numba
 
     @numba.njit
@@ -299,7 +299,8 @@ RUN_KINDS = textwrap.dedent(
 
 
 def test_functions_loaded_without_registries_still_run(tmp_path: Path) -> None:
-    """msa.jit loads cached entries without Numba's typing and lowering registries: parallel
+    """msa.jit loads cached entries without Numba's typing and lowering registries, and without
+    importing the Numba modules their helpers come from (``numba.np.arrayobj``): parallel
     loops, arrays the function allocates, typed lists and dicts, strings and exceptions raised
     in compiled code all work from a cache as they did when compiled."""
     (tmp_path / "kinds.py").write_text(KINDS)
