@@ -15,9 +15,10 @@
 //      them up), then releases the barrier.
 // The smallest (best, local index) is the CPU's choice (lowest index of smallest best).
 // A thread's first position lives in registers for the whole launch (its best, via, whether it
-// joined, where its residues are): at 10^5 a thread owns one position, so a step's relax loads
-// nothing but residues; further positions (groups larger than the launch's threads) are read
-// from global memory each step, as are the winner marks (in_tree) they need.
+// joined, where its residues are): at 10^5 a thread owns one position, so a step reads and
+// writes none of its state in global memory (its key's sequence offset and index are loaded
+// after the LCS); further positions (groups larger than the launch's threads) are read from
+// global memory each step, as are the winner marks (in_tree) they need.
 // All blocks of the launch must be resident at once (the host sizes the grid from the
 // occupancy); groups never wait on each other, so a small group finishes early and its
 // blocks simply exit.
