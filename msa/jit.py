@@ -107,8 +107,8 @@ def _environments_without_imports() -> Iterator[None]:
     An entry's environments (one per compiled function, its helpers' included) are pickled as
     (module name, constants) and rebuilt by importing the module, for its globals: loading the
     example's entries imported ``numba.np.arrayobj`` and, through it, Numba's string, hashing
-    and random implementations (0.03 s on the 2-core dev machine; benchmarks/NOTES.md, session
-    12). Only object-mode code reads an environment's globals; msa compiles nopython code
+    and random implementations (10-12 ms on the 2-core dev machine, 39 ms on a device host;
+    benchmarks/NOTES.md, sessions 10 and 12). Only object-mode code reads an environment's globals; msa compiles nopython code
     only, and Numba's own implementation modules hold nothing else. So an environment of a
     ``numba.*`` module that is not imported yet gets a globals dict naming the module (what
     caching it again needs) instead of the module's own. Numba's loader comes back on exit
