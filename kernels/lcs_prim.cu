@@ -73,6 +73,9 @@ struct Key {
     int local, pos, via, len;
 };
 
+// The key of no vertex, above every real one.
+__device__ __forceinline__ Key no_key() { return {~0ull, 0, 0x7fffffff, -1, -1, 0}; }
+
 __device__ __forceinline__ bool key_less(const Key& a, const Key& b) {
     return a.d < b.d || (a.d == b.d && a.local < b.local);
 }
@@ -101,8 +104,7 @@ __device__ __forceinline__ Key block_min(Key k) {
     if (lane == 0) warps[warp] = k;
     __syncthreads();
     if (warp == 0) {
-        const Key none = {~0ull, 0, 0x7fffffff, -1, -1, 0};
-        k = lane < (int)(blockDim.x >> 5) ? warps[lane] : none;
+        k = lane < (int)(blockDim.x >> 5) ? warps[lane] : no_key();
         k = warp_min(k);
     }
     return k;
@@ -147,7 +149,6 @@ extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) p
     extern __shared__ unsigned planes[];
     __shared__ Key s_win;
     __shared__ int s_last;
-    const Key none = {~0ull, 0, 0x7fffffff, -1, -1, 0};
     const int g = block_group[blockIdx.x];
     const int b0 = blk0[g], nb = blk0[g + 1] - b0, b = blockIdx.x - b0;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wpb = blockDim.x >> 5;
@@ -182,7 +183,7 @@ extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) p
         build_planes(planes, codes + a0, la, words);
         __syncthreads();
         // 2. relax the owned positions (the first from registers, the others from global memory)
-        Key mine = none;
+        Key mine = no_key();
         for (long long p = p1; p < p_end; p += p_step) {
             const bool first = p == p1;
             const long long P = p0 + p;
@@ -216,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(PRIM_THREADS, 768 / PRIM_THREADS) p
         __syncthreads();
         const unsigned target = gen0 + (unsigned)(step - step0[g]) + 1u;
         if (s_last) {
-            Key k = none;
+            Key k = no_key();
             for (int q = b0 + threadIdx.x; q < b0 + nb; q += blockDim.x) {
                 const Key x = {__ldcg(&part[q].d), __ldcg(&part[q].a0), __ldcg(&part[q].local), __ldcg(&part[q].pos),
                                __ldcg(&part[q].via), __ldcg(&part[q].len)};

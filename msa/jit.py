@@ -101,6 +101,18 @@ class _LazyCache:
 
 
 @contextlib.contextmanager
+def _replaced(module: Any, name: str, value: Any) -> Iterator[None]:
+    """``module.name`` is ``value`` inside the block. Used inside ``load_overload``, which the
+    dispatcher calls holding Numba's compiler lock, so no other compile or load sees the swap."""
+    original = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+@contextlib.contextmanager
 def _environments_without_imports() -> Iterator[None]:
     """Cache entries loaded without importing the Numba modules their inlined helpers come from.
 
@@ -108,11 +120,10 @@ def _environments_without_imports() -> Iterator[None]:
     (module name, constants) and rebuilt by importing the module, for its globals: loading the
     example's entries imported ``numba.np.arrayobj`` and, through it, Numba's string, hashing
     and random implementations (10-12 ms on the 2-core dev machine, 39 ms on a device host;
-    benchmarks/NOTES.md, sessions 10 and 12). Only object-mode code reads an environment's globals; msa compiles nopython code
-    only, and Numba's own implementation modules hold nothing else. So an environment of a
-    ``numba.*`` module that is not imported yet gets a globals dict naming the module (what
-    caching it again needs) instead of the module's own. Numba's loader comes back on exit
-    (the dispatcher holds the compiler lock throughout, so no other load sees the swap)."""
+    benchmarks/NOTES.md, sessions 10 and 12). Only object-mode code reads an environment's
+    globals; msa compiles nopython code only, and Numba's own implementation modules hold
+    nothing else. So an environment of a ``numba.*`` module that is not imported yet gets a
+    globals dict naming the module (what caching it again needs) instead of the module's own."""
     try:
         from numba.core import environment
 
@@ -133,32 +144,30 @@ def _environments_without_imports() -> Iterator[None]:
             env_class._memo[env_name] = env
         return env
 
-    environment._rebuild_env = rebuild_lazily
-    try:
+    with _replaced(environment, "_rebuild_env", rebuild_lazily):
         yield
-    finally:
-        environment._rebuild_env = rebuild
 
 
 def _initialize_runtime(rtsys: Any, target_context: Any) -> None:
     """Numba's runtime (NRT) initialised with its LLVM module loaded as machine code where the
     wheel shipped it, instead of compiled by LLVM as Numba does in every process (16 ms on the
     2-core dev machine, 38 ms on the device hosts; benchmarks/NOTES.md, session 12). Building
-    (msa._precompile), the module is compiled with object caching and saved for the wheel."""
-    if getattr(rtsys, "_init", True) or numba.config.DEBUG_NRT:  # initialised already, Numba's
-        rtsys.initialize(target_context)  # internals changed, or its debug build of NRT asked for
-        return
+    (msa._precompile), the module is compiled with object caching and saved for the wheel.
+    Numba's own way where the runtime is initialised already, its debug build is asked for
+    (NUMBA_DEBUG_NRT), nothing is shipped, or Numba's internals changed."""
     try:
-        from numba.core.compiler_lock import global_compiler_lock
         from numba.core.runtime import nrtdynmod
 
-        compile_nrt = nrtdynmod.compile_nrt_functions
-        nrtdynmod.create_nrt_module  # noqa: B018  (what building uses)
+        nrtdynmod.compile_nrt_functions, nrtdynmod.create_nrt_module  # noqa: B018
+        numbas_way = rtsys._init or numba.config.DEBUG_NRT  # (every load: only the first goes on)
     except (ImportError, AttributeError):
+        numbas_way = True
+    if not numbas_way:
+        path = _runtime_file(_build_dir() or SHIPPED, target_context.codegen())
+        numbas_way = _build_dir() is None and not path.is_file()
+    if numbas_way:
         rtsys.initialize(target_context)
         return
-    codegen = target_context.codegen()
-    path = runtime_file(_build_dir() or SHIPPED, codegen)
 
     def shipped(ctx: Any) -> Any:
         return ctx.codegen().unserialize_library(pickle.loads(path.read_bytes()))
@@ -174,22 +183,11 @@ def _initialize_runtime(rtsys: Any, target_context: Any) -> None:
         os.replace(tmp, path)  # build processes may race: each writes the same bytes whole
         return library
 
-    if _build_dir() is not None:
-        loader = build_and_save
-    elif path.is_file():
-        loader = shipped
-    else:
+    with _replaced(nrtdynmod, "compile_nrt_functions", shipped if _build_dir() is None else build_and_save):
         rtsys.initialize(target_context)
-        return
-    with global_compiler_lock:  # no other thread initialises the runtime while the loader is in place
-        nrtdynmod.compile_nrt_functions = loader
-        try:
-            rtsys.initialize(target_context)
-        finally:
-            nrtdynmod.compile_nrt_functions = compile_nrt
 
 
-def runtime_file(folder: Path, codegen: Any) -> Path:
+def _runtime_file(folder: Path, codegen: Any) -> Path:
     """Where ``folder`` keeps the runtime's machine code for this Numba, llvmlite and CPU."""
     import llvmlite
 
