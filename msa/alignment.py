@@ -38,11 +38,14 @@ class AlignedRows:
         place_residues(flat, line, width, self._ids(lo, hi), db.offsets, self.columns, db.residues, clear)
 
     def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
-             template: np.ndarray, width: int, lo: int, hi: int) -> None:
+             template: np.ndarray, width: int, lo: int, hi: int, backend=None) -> None:
         """Write records ``lo..hi`` whole into ``out`` (a window of a mapped output file; see
-        msa.rows.fill_records; ``rec_off`` and ``head_off`` are theirs)."""
-        from msa.rows import fill_records
-
+        msa.rows.fill_records; ``rec_off`` and ``head_off`` are theirs), on ``backend`` (default:
+        the CPU's Numba loop)."""
+        if backend is None:
+            from msa.rows import fill_records
+        else:
+            fill_records = backend.fill_records
         db = self.distinct
         ids = self._ids(lo, hi)
         fill_records(out, rec_off, heads, head_off, template, width, ids, db.offsets, self.columns, db.residues)
@@ -97,7 +100,7 @@ class AlignedRows:
         offsets = np.concatenate([[0]] + [d.offsets[1:] + k for d, k in zip(dbs, shift)])
         db = SeqDB(names, descriptions, np.concatenate([d.residues for d in dbs]), offsets,
                    np.concatenate([d.codes for d in dbs]))
-        return AlignedRows(names, descriptions, db, np.concatenate(cols).astype(np.int64), int(width))
+        return AlignedRows(names, descriptions, db, np.concatenate(cols).astype(np.int64, copy=False), int(width))
 
 
 def _ranges_of(aligned: AlignedRows) -> np.ndarray:

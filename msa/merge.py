@@ -14,6 +14,8 @@ Gap costs are rescaled for the number of sequences of the result, as
 """
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,7 +97,6 @@ class Merge:
         maps = backend.to_host(result.maps).astype(np.int64)
         offsets = np.asarray(backend.to_host(result.col_offsets))
         width = int(offsets[1] - offsets[0])
-        _set_threads(self.params.threads)
         return AlignedRows.concat(
             [_plain(self.a, db_a), _plain(self.b, db_b)], [maps[:wa][rank_a], maps[wa:][rank_b]], width
         )
@@ -168,12 +169,11 @@ class Addition:
                 gathered = backend.gather_profiles(stored, part, start, widths, codes)
                 col_offsets = np.concatenate(([0], np.cumsum(widths)))
                 n_seqs = np.tile(np.array([n_e, 1], dtype=np.int64), m)
-                result = backend.profile_align(AlignBatch(gathered, col_offsets, n_seqs, matrix, g))
+                result = backend.profile_align(AlignBatch(gathered, col_offsets, n_seqs, matrix, g, parents=False))
                 del gathered
                 seg = slice(new.offsets[lo], new.offsets[hi])
                 slot[seg], matched[seg] = backend.residue_slots(result.maps, col_offsets, width_p)
                 advance(m)
-        _set_threads(params.threads)
         res_row = np.repeat(np.arange(len(new)), lengths)
         ins = np.flatnonzero(~matched)
         if keep_length:
@@ -225,12 +225,14 @@ def _residue_subset(db: SeqDB, keep: np.ndarray) -> SeqDB:
     return SeqDB(db.names, db.descriptions, db.residues[keep], offsets, db.codes[keep])
 
 
-def _set_threads(threads: int, backend=None) -> None:
-    """Numba's thread count (msa.pipeline's), for the CPU backend's work (given ``backend``, set
-    only if it is the CPU's) and then for writing the rows. Importing the pipeline (Numba) is
-    left to the backend's start, which on a GPU does it while the GPU aligns (msa.startup)."""
-    if backend is not None and backend.name != "cpu":
-        return
-    from msa.pipeline import _set_threads as set_threads
+def _set_threads(threads: int, backend) -> None:
+    """Numba's thread count (msa.pipeline's) for the CPU backend's work and the writing. A GPU
+    run imports no Numba (the GPU writes its records too, msa.io.fasta): there the count is
+    only left for Numba's import to read (NUMBA_NUM_THREADS), in case the writing needs it
+    after all (stdout, the other formats)."""
+    if backend.name == "cpu" or "numba" in sys.modules:
+        from msa.pipeline import _set_threads as set_threads
 
-    set_threads(threads)
+        set_threads(threads)
+    elif threads > 0:
+        os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))

@@ -30,7 +30,8 @@ class AlignBatch:
     ``n_seqs[p]`` sequences. ``gaps`` is one gap vector (:func:`gap_vector`) for
     every merge, or one row per merge (merges of families of different sizes,
     whose gap costs are rescaled differently, share a batch); backends read
-    :meth:`gap_rows`.
+    :meth:`gap_rows`. ``parents``: whether the parent profiles are wanted (``msa add``
+    reads only the maps; the GPU then builds none).
     """
 
     counts: np.ndarray  # int32 (total columns, N_COUNTS), host or the backend's device array
@@ -38,6 +39,7 @@ class AlignBatch:
     n_seqs: np.ndarray  # int64 (2 * n_merges,)
     matrix: np.ndarray  # int64 (24, 24)
     gaps: np.ndarray  # int64 [open, extend, term_open, term_extend], (4,) or (n_merges, 4)
+    parents: bool = True
 
     @property
     def n_merges(self) -> int:
@@ -54,11 +56,11 @@ class AlignResult:
 
     ``maps[c]`` is the parent column of input column ``c`` (same layout as
     ``AlignBatch.counts``); parent ``k`` is
-    ``counts[col_offsets[k]:col_offsets[k+1]]``.
+    ``counts[col_offsets[k]:col_offsets[k+1]]`` (None where the batch wanted no parents).
     """
 
     maps: np.ndarray  # integer (total input columns,): int64 on the CPU, int32 on the GPU; in ``Backend.xp``
-    counts: np.ndarray  # int32 (total parent columns, N_COUNTS), likewise
+    counts: np.ndarray | None  # int32 (total parent columns, N_COUNTS), likewise
     col_offsets: np.ndarray  # int64 (n_merges + 1,)
 
 

@@ -45,8 +45,8 @@ class BackendStart:
     function; the other imports CuPy while the CUDA context is made through the
     driver on a third (msa.backends.start_cuda), then, once the pipeline is
     imported, makes the backend, so the two do not import the same modules at once
-    (``gpu_before_numba`` turns the order round: the CUDA backend's modules import
-    no Numba, and the Numba thread starts once the backend is made).
+    (``numba_on_gpu=False``: a GPU run needs no Numba, and no Numba thread starts unless
+    the backend made is the CPU's).
     ``backend()`` waits for the backend only and raises what its start raised
     (no GPU for ``--device cuda``) in the caller's thread; leaving the ``with``
     block waits for both threads, so no error path exits the process while a
@@ -54,18 +54,19 @@ class BackendStart:
     """
 
     def __init__(
-        self, device: str, memory_cap: int | None = None, small: bool = False, gpu_before_numba: bool = False
+        self, device: str, memory_cap: int | None = None, small: bool = False, numba_on_gpu: bool = True
     ) -> None:
         """``small``: the input is small (:func:`small_input`); under ``auto`` the CPU backend
         starts, and :meth:`sequences` starts the GPU instead if the input turns out to hold
-        more sequences than the two backends align alike. ``gpu_before_numba``: the run's GPU
-        work needs no Numba (``add``, ``merge``: only their writing does), so the CUDA backend
-        is made as soon as CuPy is imported and Numba is imported after it, while the GPU
-        works; on the CPU Numba is imported at once, as always."""
+        more sequences than the two backends align alike. ``numba_on_gpu=False``: a run on the
+        GPU needs no Numba (``add``, ``merge``: the GPU aligns and writes the records), so the
+        CUDA backend is made as soon as CuPy is imported and Numba is never imported, since
+        its import (~0.2-0.3 s of Python) would hold the GIL the reading and the aligning need;
+        on the CPU (and where ``auto`` finds no GPU) Numba is imported as always."""
         self._deferred = device == "auto" and small
         self._device = "cpu" if self._deferred else device
         self._memory_cap = memory_cap
-        self._gpu_first = gpu_before_numba
+        self._gpu_numba = numba_on_gpu
         self._start()
 
     def _start(self) -> None:
@@ -78,7 +79,7 @@ class BackendStart:
             target=_load_numba, args=(self._probe_block, self._imported), name="msa-numba-start", daemon=True
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
-        self._numba_first = not self._gpu_first or self._device == "cpu"
+        self._numba_first = self._gpu_numba or self._device == "cpu"
         if self._numba_first:
             self._numba.start()
         self._thread.start()
@@ -100,7 +101,8 @@ class BackendStart:
 
     def _join(self) -> None:
         self._thread.join()
-        self._numba.join()
+        if self._numba.ident is not None:  # started
+            self._numba.join()
         self._probe_block.release()
 
     def _run(self) -> None:
@@ -114,9 +116,10 @@ class BackendStart:
         except BaseException as exc:  # re-raised by backend(), in the main thread
             self._error = exc
         finally:
-            self._ready.set()
-            if not self._numba_first:  # the backend is made (or failed): Numba's turn
+            made = self._result[0].name if self._result is not None else None
+            if not self._numba_first and made == "cpu":  # auto found no GPU: the CPU needs Numba
                 self._numba.start()
+            self._ready.set()
 
     def backend(self, *, quiet: bool = False) -> Backend:
         """The started backend (waits for it); prints ``auto``'s choice unless quiet."""

@@ -143,6 +143,13 @@ class Backend(Protocol):
         widths: np.ndarray,
     ) -> None: ...
 
+    # Writing (msa.io.fasta's mapped writer): msa.rows.fill_records' records k of a window ``out``
+    # of the output file (host memory), header, wrapped row of gaps and residues at their columns.
+    def fill_records(
+        self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray, template: np.ndarray,
+        width: int, ids: np.ndarray, offsets: np.ndarray, columns: np.ndarray, letters: np.ndarray,
+    ) -> None: ...
+
 
 def get_backend(device: str = "auto", *, quiet: bool = False, memory_cap: int | None = None) -> Backend:
     """Pick the backend once per run; ``auto`` prefers CUDA when CuPy sees a GPU.

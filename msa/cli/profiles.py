@@ -40,16 +40,17 @@ def merge(
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         from msa.io.formats import read_alignment
 
-        with BackendStart(params.device, gpu_before_numba=True) as backend_start:
+        with BackendStart(params.device, numba_on_gpu=False) as backend_start:
             with progress.stage("reading"):
                 a, b = read_alignment(first, in_format), read_alignment(second, in_format)
             from msa.merge import prepare_merge
 
             merge = prepare_merge(a, b, params)  # the profiles, while the backend starts
             with _output(output) as out:
-                merged = merge.align(backend_start.backend(quiet=quiet))
+                backend = backend_start.backend(quiet=quiet)
+                merged = merge.align(backend)
                 with progress.stage("writing"):
-                    write_alignment(out, merged, fmt.value)
+                    write_alignment(out, merged, fmt.value, backend)
         progress.note(f"merged {len(a.names)} + {len(b.names)} rows of {a.width} and {b.width} columns "
                       f"into {merged.width} columns")
 
@@ -81,7 +82,7 @@ def add(
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         from msa.io.formats import read_alignment
 
-        with BackendStart(params.device, gpu_before_numba=True) as backend_start:
+        with BackendStart(params.device, numba_on_gpu=False) as backend_start:
             with progress.stage("reading"):
                 old = read_alignment(existing, in_format)
                 db = read_fasta(new)
@@ -89,9 +90,10 @@ def add(
 
             addition = prepare_addition(old, db, params)  # the profile, while the backend starts
             with _output(output) as out:
-                result, dropped = addition.align(backend_start.backend(quiet=quiet), keep_length)
+                backend = backend_start.backend(quiet=quiet)
+                result, dropped = addition.align(backend, keep_length)
                 with progress.stage("writing"):
-                    write_alignment(out, result, fmt.value)
+                    write_alignment(out, result, fmt.value, backend)
         progress.note(
             f"added {len(db)} sequences to {len(old.names)} rows: {result.width} columns"
             + (f"; {dropped} inserted residues left out (--keep-length)" if dropped else "")
@@ -100,8 +102,8 @@ def add(
 
 def _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet) -> AlignParams:
     """merge's and add's AlignParams: the scoring options; an unknown matrix fails before any
-    work. Nothing here imports the pipeline (Numba): that import belongs to the backend's
-    start, which on a GPU comes while the GPU aligns (msa.merge sets Numba's threads)."""
+    work. Nothing here imports the pipeline (Numba): on the CPU that import belongs to the
+    backend's start, and on a GPU these commands never need it (msa.merge sets Numba's threads)."""
     params = _params(seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
                      terminal_gap=terminal_gap, threads=threads, device=device, quiet=quiet)
     _check_scoring(params)

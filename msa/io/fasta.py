@@ -343,7 +343,8 @@ def fasta_size(header_bytes_total: int, n: int, width: int, line_width: int = LI
 
 
 def write_fasta(
-    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray | RowSource, width: int = LINE_WIDTH
+    out: BinaryIO, descriptions: Sequence[str], rows: np.ndarray | RowSource, width: int = LINE_WIDTH,
+    backend=None,
 ) -> int:
     """Write aligned rows as FASTA, lines wrapped at ``width``; the bytes written.
 
@@ -358,7 +359,9 @@ def write_fasta(
     Into an empty regular file (the temporary file of ``-o``) the whole size is
     first checked against the free space and then reserved (``posix_fallocate``),
     so a full disk is an OSError before any byte is written, never a SIGBUS of
-    the mapped writer; the mapped writer runs only on a reserved file.
+    the mapped writer; the mapped writer runs only on a reserved file. It fills the records on
+    ``backend`` (msa.backends.Backend.fill_records; default: the CPU's threads): ``msa add`` and
+    ``msa merge`` on the GPU write theirs there and so never import Numba.
 
     Raises:
         OSError: ENOSPC, EDQUOT or EFBIG with ``bytes_needed`` (see msa.io.output).
@@ -380,7 +383,7 @@ def write_fasta(
     try:
         reserved = fd is not None and reserve(fd, 0, total)
         if reserved and _readable(fd) and hasattr(source, "fill"):
-            if _write_mapped(fd, heads, head_len, source, width, line, breaks, total):
+            if _write_mapped(fd, heads, head_len, source, width, line, breaks, total, backend):
                 return total
         _write_blocks(out, heads, source, width, line, breaks)
     except OSError as exc:
@@ -425,7 +428,8 @@ def _readable(fd: int) -> bool:
 
 
 def _write_mapped(
-    fd: int, heads: list[bytes], head_len: np.ndarray, source, width: int, line: int, breaks: np.ndarray, total: int
+    fd: int, heads: list[bytes], head_len: np.ndarray, source, width: int, line: int, breaks: np.ndarray, total: int,
+    backend=None,
 ) -> bool:
     """Map the file (already ``total`` bytes, reserved) and let the source write every record
     in place on all threads: no write() copies, and the page faults are spread over the cores
@@ -450,7 +454,7 @@ def _write_mapped(
             return False  # the block writer writes from the start over the reserved space
         with mapped:
             out = np.frombuffer(mapped, dtype=np.uint8)
-            source.fill(out, rec_off[lo:hi] - base, head_buf, head_off[lo : hi + 1], template, width, lo, hi)
+            source.fill(out, rec_off[lo:hi] - base, head_buf, head_off[lo : hi + 1], template, width, lo, hi, backend)
             del out  # the buffer export must end before the map closes
         lo = hi
     os.lseek(fd, total, os.SEEK_SET)

@@ -59,13 +59,14 @@ class Rows(Protocol):
     def record_columns(self, i: int) -> np.ndarray: ...
 
 
-def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> int | None:
+def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta", backend=None) -> int | None:
     """Write ``aligned`` to the binary stream ``out`` in format ``fmt``; the bytes written
     (before compression), or None where they cannot be counted.
 
     Where ``out`` is a regular file, its free space is checked against the
     output's size first (exact for FASTA, an estimate for the others), so a
-    full disk is reported before the rows are built.
+    full disk is reported before the rows are built. ``backend`` fills FASTA records
+    written into a mapped file (msa.io.fasta.write_fasta); default: the CPU.
 
     Raises:
         ValueError: ``fmt`` is not one of FORMATS.
@@ -74,7 +75,7 @@ def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta") -> int | N
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "fasta":
-        return write_fasta(out, aligned.descriptions, aligned)
+        return write_fasta(out, aligned.descriptions, aligned, backend=backend)
     needed = output_size(aligned.names, aligned.descriptions, aligned.width, fmt)
     at_least = fmt != "a2m"
     check_space(out, needed, at_least)

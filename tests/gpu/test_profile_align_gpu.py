@@ -425,6 +425,47 @@ def test_wide_batch(cuda_backend):
     assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_rows_fill(cuda_backend, monkeypatch, seed):
+    """Batches of many merges that all have a one-sequence side run dp_rows (the sequence's rows
+    on a warp's lanes, 256 a pass): sequences of 1 to ~1,100 residues (several passes, and
+    lengths at and around a pass and a lane's 8 rows) against profiles and sequences of 1 to
+    ~3,000 columns, either side first, gaps per merge; the same as the CPU and as dp_fill."""
+    rng = np.random.default_rng(300 + seed)
+    lengths = [1, 2, 7, 8, 9, 255, 256, 257, 511, 512, 513, 1100]
+    tables, n_seqs = [], []
+    for q in range(cuda_backend.n_sm + 20):
+        seq = lengths[q] if q < len(lengths) else int(rng.integers(1, 700))
+        n_other = int(rng.choice([1, 2, 5, 12]))
+        other = int(rng.choice([1, 3, 40, 300, 3000])) if q % 3 == 0 else int(rng.integers(1, 900))
+        pair = [(1, seq), (n_other, other)][:: 1 if q % 2 else -1]
+        tables += [exact_table(rng, n, length) for n, length in pair]
+        n_seqs += [n for n, _ in pair]
+    batch = with_gap_rows(batch_from(tables, n_seqs), rng)
+    want = CPU.profile_align(batch)
+    fills = count_fills(monkeypatch, cuda_backend)
+    assert_same(cuda_backend.profile_align(batch), want)
+    monkeypatch.setattr("msa.backends.cuda.align.DP_ROWS", False)
+    assert_same(cuda_backend.profile_align(batch), want)
+    assert fills == Counter({"rows": 1, "fill": 1})
+    batch.parents = False  # the maps only (msa add): build_parent writes no parent columns
+    got, cpu = cuda_backend.profile_align(batch), CPU.profile_align(batch)
+    assert got.counts is None and cpu.counts is None
+    np.testing.assert_array_equal(got.maps.get(), want.maps)
+    np.testing.assert_array_equal(got.col_offsets, want.col_offsets)
+
+
+def test_rows_fill_ties(cuda_backend, monkeypatch):
+    """Two-letter sequences against two-letter profiles in dp_rows: ties decide every cell."""
+    rng = np.random.default_rng(320)
+    shapes = [(1, int(rng.integers(1, 600)), int(rng.choice([1, 4])), int(rng.integers(1, 600)))
+              for _ in range(cuda_backend.n_sm)]
+    batch = batch_of(rng, shapes, alphabet=2)
+    fills = count_fills(monkeypatch, cuda_backend)
+    assert_same(cuda_backend.profile_align(batch), CPU.profile_align(batch))
+    assert fills == Counter({"rows": 1})
+
+
 def test_device_batch(cuda_backend):
     """Counts already on the device (as the progressive driver passes them) give the same result."""
     import cupy

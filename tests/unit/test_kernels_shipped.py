@@ -44,6 +44,7 @@ def test_the_call_sites_are_found() -> None:
         "lcs_distance": (),
         "lcs_prim": ("PRIM_THREADS",),
         "profile_align": ("SCAN_THREADS", "SCAN_K"),
+        "records": (),
         "segments": (),
         "sw_distance": (),
     }

@@ -201,9 +201,9 @@ def test_the_primary_context_is_made_through_the_driver(monkeypatch) -> None:
 
 
 def test_the_cuda_backend_imports_no_numba() -> None:
-    """msa add/merge make the CUDA backend before Numba is imported (BackendStart's
-    gpu_before_numba): the backend's modules, imported with a stand-in CuPy here, must not
-    import Numba or the Numba-compiled modules they call into."""
+    """msa add/merge on the GPU never import Numba (BackendStart's numba_on_gpu=False): the
+    backend's modules, imported with a stand-in CuPy here, must not import Numba or the
+    Numba-compiled modules they call into."""
     out = _printed(
         "import sys\n"
         "from unittest import mock\n"
@@ -214,9 +214,10 @@ def test_the_cuda_backend_imports_no_numba() -> None:
     assert out.strip() == "[]"
 
 
-def test_gpu_before_numba_makes_the_backend_first(monkeypatch) -> None:
-    """With gpu_before_numba the backend is made before the Numba thread starts, and that
-    thread still runs (the rows are written by Numba); on the CPU, Numba comes first as usual."""
+def test_no_numba_for_a_gpu_add_or_merge(monkeypatch) -> None:
+    """With numba_on_gpu=False a CUDA backend is made and no Numba thread ever runs (msa add and
+    merge write their records on the GPU too); where auto makes the CPU's backend instead,
+    Numba's thread starts after it; on the CPU, Numba comes first as usual."""
     import threading
 
     import msa.startup
@@ -225,11 +226,14 @@ def test_gpu_before_numba_makes_the_backend_first(monkeypatch) -> None:
     order: list[str] = []
     lock = threading.Lock()
 
+    class Gpu(CpuBackend):
+        name = "cuda"
+
     def prepare(device, memory_cap=None):
         def make():
             with lock:
                 order.append(f"backend {device}")
-            return CpuBackend()
+            return Gpu() if device == "cuda" else CpuBackend()
 
         return make, None
 
@@ -242,10 +246,9 @@ def test_gpu_before_numba_makes_the_backend_first(monkeypatch) -> None:
     monkeypatch.setattr(msa.startup, "prepare_backend", prepare)
     monkeypatch.setattr(msa.startup, "start_cuda", lambda: None)
     monkeypatch.setattr(msa.startup, "_load_numba", load_numba)
-    with msa.startup.BackendStart("cuda", gpu_before_numba=True) as start:
-        start.backend(quiet=True)
-    assert order == ["backend cuda", "numba"]
-    order.clear()
-    with msa.startup.BackendStart("cpu", gpu_before_numba=True) as start:
-        start.backend(quiet=True)
-    assert order == ["numba", "backend cpu"]
+    for device, want in (("cuda", ["backend cuda"]), ("auto", ["backend auto", "numba"]),
+                         ("cpu", ["numba", "backend cpu"])):
+        order.clear()
+        with msa.startup.BackendStart(device, numba_on_gpu=False) as start:
+            start.backend(quiet=True)
+        assert order == want, device

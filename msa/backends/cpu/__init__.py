@@ -17,6 +17,7 @@ from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
 from msa.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
+from msa.rows import fill_records
 from msa.seqdb import _ranges
 from msa.seqops import take_ranges
 
@@ -62,6 +63,9 @@ class CpuBackend:
     def to_host(a: np.ndarray) -> np.ndarray:
         """Already on the host: no copy."""
         return a
+
+    #: FASTA records straight into a mapped output file, on every thread; see Backend.
+    fill_records = staticmethod(fill_records)
 
     @staticmethod
     def residue_slots(maps: np.ndarray, col_offsets: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,11 +120,12 @@ class CpuBackend:
             targets[t][_ranges(start[pick], widths[pick])] = here[_ranges(off[:-1][pick], widths[pick])]
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
-        """Align every merge of a level batch (Numba, one merge per thread)."""
+        """Align every merge of a level batch (Numba, one merge per thread). The parents come
+        out of the same loop as the maps, so they are dropped, not skipped, if not wanted."""
         maps, counts, offsets = align_batch(
             batch.counts, batch.col_offsets, batch.n_seqs, batch.matrix, batch.gap_rows()
         )
-        return AlignResult(maps, counts, offsets)
+        return AlignResult(maps, counts if batch.parents else None, offsets)
 
     # ---- guide-tree stage
     def kmer_tables(self, codes: np.ndarray, offsets: np.ndarray, alphabet: KmerAlphabet) -> KmerTables:

@@ -6,13 +6,13 @@ usable). Every operation returns exactly what
 :class:`~msa.backends.cpu.CpuBackend` returns (the CPU is the oracle,
 tests/gpu checks it). One module per stage, each beside its CPU oracle of the
 same name: ``kmers``, ``lcs``, ``sw``, ``align``; ``segments`` moves profile
-rows between progressive levels, and ``memory`` cuts work into pieces that fit
-the free device memory. :class:`CudaBackend` mixes the stages together.
+rows between progressive levels, ``records`` writes FASTA records (msa.rows'
+``fill_records``), and ``memory`` cuts work into pieces that fit the free device memory. :class:`CudaBackend` mixes the stages together.
 
 The stage modules import the host-side Numba functions they call (the CPU's tables and
 layouts) inside the functions that call them, so that importing this package and making the
-backend import no Numba: ``msa add`` and ``msa merge`` start the backend first and import
-Numba, which only their writing needs, while the GPU aligns (msa.startup).
+backend import no Numba: ``msa add`` and ``msa merge`` on the GPU, whose records are written
+here too, never import it (msa.startup).
 """
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ import numpy as np
 from msa.backends.cuda.align import AlignStage
 from msa.backends.cuda.kmers import DeviceKmerTables, KmerStage
 from msa.backends.cuda.lcs import LcsStage
+from msa.backends.cuda.records import RecordsStage
 from msa.backends.cuda.segments import SegmentsStage
 from msa.backends.cuda.sw import SwStage
 
 __all__ = ["CudaBackend", "DeviceKmerTables"]
 
 
-class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage):
+class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage, RecordsStage):
     """Runs the guide-tree stage and the progressive merges on one GPU."""
 
     name = "cuda"
@@ -54,6 +55,7 @@ class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage):
         self._load_kmers()
         self._load_segments()
         self._load_align()
+        self._load_records()
 
     @staticmethod
     def to_host(a: cp.ndarray) -> np.ndarray:

@@ -35,6 +35,16 @@ DP_PIPE_THREADS = 128
 #: block scan: ~min(W1, W2) row steps) rather than dp_pipe (a wavefront, ~W1 + W2 steps);
 #: False measures dp_pipe (benchmarks/NOTES.md). Tests run both.
 DP_SCAN = True
+#: Batches of at least as many merges as SMs whose merges all have a one-sequence side (P1 then
+#: is that sequence: `msa add`'s batches) run dp_rows, a warp a merge with the sequence's rows on
+#: its lanes, ~W2 steps of 8 cells a lane (dp_fill: W1 + threads - 1 steps per chunk of P2, a
+#: block barrier each). False keeps them on dp_fill (tests compare the two).
+DP_ROWS = True
+#: dp_rows: merges (warps) per block, and the ring of P2's column terms each warp keeps in shared
+#: memory, columns x int64 a column (kernels/profile_align.cu, ROWS_*).
+ROWS_WARPS = 2
+ROWS_RING = 64
+ROWS_STRIDE = 31
 #: dp_scan's block (SCAN_THREADS) and columns per thread (SCAN_K, 4 only), compiled into the kernel.
 SCAN_THREADS = 128
 SCAN_K = 4
@@ -56,7 +66,7 @@ CS_BLOCKS_PER_SM = 8
 #: Device bytes per DP cell of a dp_pipe piece: its int64 substitution score from cell_scores.
 SCORE_BYTES = 8
 #: The DP fill kernels _merge_records chooses from.
-FILLS = ("fill", "pipe", "scan")
+FILLS = ("fill", "pipe", "scan", "rows")
 #: int64 fields of a merge record (kernels/profile_align.cu, I_*).
 N_INFO = 12
 #: Device bytes per input column of a piece (counts, column terms, map).
@@ -78,8 +88,8 @@ class AlignStage(DeviceStage):
         self._column_setup = align.get_function("column_setup")
         self._merge_info = align.get_function("merge_info")
         # The fills by _merge_records' choice: dp_fill1 (one block per merge), dp_pipe1 and
-        # dp_scan (a merge's chunks on concurrent blocks).
-        self._fills = {kind: align.get_function(f"dp_{kind}{'' if kind == 'scan' else 1}") for kind in FILLS}
+        # dp_scan (a merge's chunks on concurrent blocks), dp_rows (a warp per merge).
+        self._fills = {kind: align.get_function(f"dp_{kind}{'1' if kind in ('fill', 'pipe') else ''}") for kind in FILLS}
         for kind in ("fill", "pipe"):
             self._fills[kind].max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[1], 1, kind == "pipe")
         self._cell_scores = align.get_function("cell_scores")
@@ -127,7 +137,9 @@ class AlignStage(DeviceStage):
 
             if n_merges:
                 run_in_pieces(cost, piece, self.memory_limit)
-            if len(parents) == 1:
+            if not batch.parents:
+                counts = None
+            elif len(parents) == 1:
                 counts = parents[0]
             elif parents:
                 counts = cp.concatenate(parents)
@@ -178,8 +190,9 @@ class AlignStage(DeviceStage):
 
     def _align_piece(
         self, batch: AlignBatch, lo: int, hi: int, matrix: np.ndarray, gap_rows: np.ndarray, pipeline: bool
-    ) -> tuple[cp.ndarray, cp.ndarray, np.ndarray]:
-        """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts, parent widths).
+    ) -> tuple[cp.ndarray, cp.ndarray | None, np.ndarray]:
+        """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts or None
+        where the batch wants none, parent widths).
 
         One upload (offsets, sizes, matrix, the merges' gap rows, scratch offsets), six launches (seven with
         dp_pipe), one wait (the parent widths). The fill is dp_pipe when _merge_records says so
@@ -194,7 +207,8 @@ class AlignStage(DeviceStage):
         col_off = np.ascontiguousarray(off[2 * lo : 2 * hi + 1] - a, dtype=np.int64)
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
         counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
-        info, t, k, fill, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline)
+        seq_side = bool(np.all(np.minimum(n_seqs[0::2], n_seqs[1::2]) == 1))
+        info, t, k, fill, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline, seq_side=seq_side)
         meta = cp.asarray(np.concatenate((col_off, n_seqs, matrix, gap_rows[lo:hi].ravel(), info.ravel())))
         d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
         at = 4 * n + 1 + N_CODES * N_CODES
@@ -218,6 +232,11 @@ class AlignStage(DeviceStage):
         args = (d_info, d_g, *terms, s2, nnz, codes, mult, *rows, dirs, final3)
         if fill == "fill":
             self._fills["fill"]((n,), (t,), args, shared_mem=_dp_shared(t, k, False))
+        elif fill == "rows":
+            self._fills["rows"](
+                (-(-n // ROWS_WARPS),), (32 * ROWS_WARPS,), (*args, np.int64(n)),
+                shared_mem=8 * ROWS_WARPS * ROWS_RING * ROWS_STRIDE,
+            )
         else:
             scores = cp.empty(max(sizes["scores"], 1), dtype=cp.int64)
             grid = min(sizes["score_tiles"], -(-CS_BLOCKS_PER_SM * self.n_sm // n))
@@ -243,8 +262,11 @@ class AlignStage(DeviceStage):
         widths = lengths.get()
         # the parents' offsets from the host: cp.cumsum(out=...) copies its result with a CuPy kernel
         parent_off = cp.asarray(np.concatenate(([0], np.cumsum(widths))).astype(np.int64))
-        parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32)  # a parent is at most as wide as its two children
         maps = cp.empty(n_cols, dtype=cp.int32)
+        if not batch.parents:  # the maps only: a null parents pointer
+            self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, np.uint64(0)))
+            return maps, None, widths
+        parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32)  # a parent is at most as wide as its two children
         self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, parents))
         return maps, parents[: int(widths.sum())], widths
 
@@ -264,8 +286,8 @@ def _boundary_bytes(wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
 
 
 def _merge_records(
-    col_off: np.ndarray, few: bool, pipeline: bool
-) -> tuple[np.ndarray, int, int, bool, dict[str, int]]:
+    col_off: np.ndarray, few: bool, pipeline: bool, seq_side: bool = False
+) -> tuple[np.ndarray, int, int, str, dict[str, int]]:
     """Per-merge records for the DP kernels (scratch offsets; merge_info fills in the roles),
     the fill's block size, columns per thread (K) and kind (FILLS), and the scratch
     sizes (``tickets``: dp_pipe's (merge, chunk) tickets; ``scores``: its cells, I_SC;
@@ -278,7 +300,8 @@ def _merge_records(
     Pieces with fewer merges than SMs (``few``) run dp_scan where it takes fewer wavefront-step
     equivalents (SCAN_ROW_STEPS), else dp_pipe where some merge spans more than one chunk, if
     ``pipeline`` (the piece cost counted the cell scores); their tickets run merge-major,
-    chunk-ascending (I_TICK: first ticket).
+    chunk-ascending (I_TICK: first ticket). Pieces of many merges that all have a one-sequence
+    side (``seq_side``) run dp_rows (DP_ROWS), which uses dp_fill's records and scratch.
     """
     w = np.diff(col_off)
     wa, wb = w[0::2], w[1::2]
@@ -286,7 +309,7 @@ def _merge_records(
     widest = int(wide.max())
     threads, k = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32)), 1
     chunks = -(-wide // (threads * k))
-    fill = "fill"
+    fill = "rows" if seq_side and not few and DP_ROWS else "fill"
     if few and pipeline and DP_PIPELINE:
         scan_chunks = -(-wide // (SCAN_THREADS * SCAN_K))
         scan_rows = (np.minimum(wa, wb) + PUBLISH_ROWS * scan_chunks).max()
@@ -295,7 +318,7 @@ def _merge_records(
         elif chunks.max() > 1:
             fill, threads = "pipe", DP_PIPE_THREADS
         chunks = -(-wide // (threads * k))
-    slices = np.ones_like(wide) if fill == "fill" else np.maximum(chunks - 1, 1)
+    slices = np.ones_like(wide) if fill in ("fill", "rows") else np.maximum(chunks - 1, 1)
     info = np.zeros((len(wa), N_INFO), dtype=np.int64)
     dirs = np.maximum(wb * ((wa + 7) // 8 * 8), wa * ((wb + 7) // 8 * 8))
     sizes = {}
