@@ -548,25 +548,17 @@ extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, const
 // longer sequence takes several, each pass's last row handed to the next through the merge's row
 // buffer) and walks P2's columns one a step, one column behind lane l - 1, which hands it the
 // (D, H, V) of its last row by shuffles: a pass is W2 + active lanes - 1 steps of K cells a lane
-// and no barrier (K = 4: 55 ms for msa add's 4.1e9 cells on the H100, K = 8 60 ms, fewer
-// registers; benchmarks/NOTES.md). (dp_fill puts P2's columns on threads and walks P1's rows, so a short sequence
+// and no barrier (K = 4: 55 ms for msa add's 4.1e9 cells on the H100; K = 8, with more
+// registers, 60 ms; benchmarks/NOTES.md). (dp_fill puts P2's columns on threads and walks P1's rows, so a short sequence
 // leaves most of each chunk's W1 + threads - 1 steps idle and every step is a block barrier.)
 // P2's column terms (S2, r2, V's start / cont, retype) and the row handed on from the previous
 // pass come through a ring of ROWS_RING columns in shared memory (ROWS_STRIDE int64 a column),
 // lane e loading term e of the column two ahead of lane 0's each step. For a sequence r1 = 1 and
 // gap1 = retype1 = 0 at every row, with one residue (its code), and H's costs are the merge's
 // go and ge (tgo and tge at its last row), so dp_path's formulas reduce exactly to the ones
-// below. A lane's direction bytes at a column are one 32-bit (K = 8: 64-bit) word of dp_fill's layout.
-#ifndef ROWS_WARPS
+// below. A lane's direction bytes at a column are one 32-bit word of dp_fill's layout.
 #define ROWS_WARPS 2
-#endif
-#ifndef ROWS_MIN_BLOCKS
-#define ROWS_MIN_BLOCKS 1
-#endif
-#ifndef ROWS_K
-#define ROWS_K 4
-#endif
-static_assert(ROWS_K == 8 || ROWS_K == 4, "a lane's direction bytes at a column are one 64- or 32-bit word");
+#define ROWS_K 4  // a lane's direction bytes at a column: one 32-bit word
 #define ROWS_RING 64
 #define ROWS_STRIDE 31  // 24 S2, r2, start, cont, retype, boundary D, H, V (odd: no bank conflicts)
 #define RG_R2 24
@@ -574,7 +566,7 @@ static_assert(ROWS_K == 8 || ROWS_K == 4, "a lane's direction bytes at a column 
 #define RG_VCT 26
 #define RG_RT2 27
 #define RG_BD 28
-extern "C" __global__ void __launch_bounds__(32 * ROWS_WARPS, ROWS_MIN_BLOCKS) dp_rows(DP_FILL_PARAMS, long long n_merges) {
+extern "C" __global__ void __launch_bounds__(32 * ROWS_WARPS) dp_rows(DP_FILL_PARAMS, long long n_merges) {
     extern __shared__ long long rows_sh[];
     const int lane = threadIdx.x & 31;
     const long long q = (long long)blockIdx.x * ROWS_WARPS + (threadIdx.x >> 5);
@@ -601,7 +593,7 @@ extern "C" __global__ void __launch_bounds__(32 * ROWS_WARPS, ROWS_MIN_BLOCKS) d
         const bool hand_on = base + 32 * ROWS_K < w1;  // lane 31's last row goes to the next pass
         // A lane past P1's last row computes its rows all the same (no branch a cell), but
         // only the bytes of real rows are written.
-        const unsigned long long keep = nrows >= 8 ? ~0ULL : (1ULL << (8 * nrows)) - 1;
+        const unsigned int keep = (unsigned int)((1ULL << (8 * nrows)) - 1);
         // The rows' residues, and column 0 (dp_path's border): V(i, 0) is the sum of
         // n2 * (tgo for i' = 1, else tge) over i' <= i, -inf at i = w1; D and H are -inf.
         int code[ROWS_K];
@@ -675,7 +667,7 @@ extern "C" __global__ void __launch_bounds__(32 * ROWS_WARPS, ROWS_MIN_BLOCKS) d
                 const bool j1 = j > 1, jlast = j == w2;
                 long long dD = aD, dH = aH, dV = aV;  // (i - 1, j - 1)
                 long long uD = xD, uH = xH, uV = xV;  // (i - 1, j)
-                unsigned long long pack = 0;
+                unsigned int pack = 0;
 #pragma unroll
                 for (int k = 0; k < ROWS_K; ++k) {
                     const bool use3 = (k == 0 ? first3 : three) && j1;
@@ -707,7 +699,7 @@ extern "C" __global__ void __launch_bounds__(32 * ROWS_WARPS, ROWS_MIN_BLOCKS) d
                     dw = td > m;
                     const long long vc = dw ? td : m;
                     const int vd = dw ? S_D : (hv ? S_H : S_V);
-                    pack |= (unsigned long long)(dd | (hd << 2) | (vd << 4)) << (8 * k);
+                    pack |= (unsigned int)(dd | (hd << 2) | (vd << 4)) << (8 * k);
                     if (last && jlast) {
                         final3[3 * q] = dc;
                         final3[3 * q + 1] = hc;
@@ -717,11 +709,7 @@ extern "C" __global__ void __launch_bounds__(32 * ROWS_WARPS, ROWS_MIN_BLOCKS) d
                     uD = dc; uH = hc; uV = vc;
                     cD[k] = dc; cH[k] = hc; cV[k] = vc;
                 }
-                pack &= keep;
-                if constexpr (ROWS_K == 8)
-                    dir[((j - 1) * R + i0 - 1) / 8] = pack;
-                else
-                    reinterpret_cast<unsigned int*>(dir)[((j - 1) * R + i0 - 1) / 4] = (unsigned int)pack;
+                reinterpret_cast<unsigned int*>(dir)[((j - 1) * R + i0 - 1) / 4] = pack & keep;
                 aD = xD; aH = xH; aV = xV;
                 oD = uD; oH = uH; oV = uV;
                 if (lane == 31 && hand_on) {

@@ -43,12 +43,12 @@ class AlignedRows:
         msa.rows.fill_records; ``rec_off`` and ``head_off`` are theirs), on ``backend`` (default:
         the CPU's Numba loop)."""
         if backend is None:
-            from msa.rows import fill_records
+            from msa.rows import fill_records as fill  # Numba: imported only for the CPU's fill
         else:
-            fill_records = backend.fill_records
+            fill = backend.fill_records
         db = self.distinct
         ids = self._ids(lo, hi)
-        fill_records(out, rec_off, heads, head_off, template, width, ids, db.offsets, self.columns, db.residues)
+        fill(out, rec_off, heads, head_off, template, width, ids, db.offsets, self.columns, db.residues)
 
     @property
     def rows(self) -> np.ndarray:

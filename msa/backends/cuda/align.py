@@ -37,8 +37,8 @@ DP_PIPE_THREADS = 128
 DP_SCAN = True
 #: Batches of at least as many merges as SMs whose merges all have a one-sequence side (P1 then
 #: is that sequence: `msa add`'s batches) run dp_rows, a warp a merge with the sequence's rows on
-#: its lanes, ~W2 steps of 8 cells a lane (dp_fill: W1 + threads - 1 steps per chunk of P2, a
-#: block barrier each). False keeps them on dp_fill (tests compare the two).
+#: its lanes, ~W2 steps of 4 cells a lane per 128 rows (dp_fill: W1 + threads - 1 steps per chunk
+#: of P2, a block barrier each). False keeps them on dp_fill (tests compare the two).
 DP_ROWS = True
 #: dp_rows: merges (warps) per block, and the ring of P2's column terms each warp keeps in shared
 #: memory, columns x int64 a column (kernels/profile_align.cu, ROWS_*).
@@ -263,12 +263,11 @@ class AlignStage(DeviceStage):
         # the parents' offsets from the host: cp.cumsum(out=...) copies its result with a CuPy kernel
         parent_off = cp.asarray(np.concatenate(([0], np.cumsum(widths))).astype(np.int64))
         maps = cp.empty(n_cols, dtype=cp.int32)
-        if not batch.parents:  # the maps only: a null parents pointer
-            self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, np.uint64(0)))
-            return maps, None, widths
-        parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32)  # a parent is at most as wide as its two children
-        self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, parents))
-        return maps, parents[: int(widths.sum())], widths
+        # A parent is at most as wide as its two children; without parents, a null pointer (the maps only).
+        parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32) if batch.parents else None
+        out = np.uint64(0) if parents is None else parents
+        self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, out))
+        return maps, None if parents is None else parents[: int(widths.sum())], widths
 
 
 def _dp_shared(threads: int, k: int, pipe: bool) -> int:
