@@ -186,8 +186,9 @@ class Addition:
         run[1:] = (res_row[ins[1:]] != res_row[ins[:-1]]) | (slot[ins[1:]] != slot[ins[:-1]])
         rank = np.arange(len(ins)) - np.maximum.accumulate(np.where(run, np.arange(len(ins)), 0))
         old, placed, width = insert_columns(existing.width, kept, slot[ins], rank)
-        new_cols = np.empty(len(new.codes), dtype=np.int64)
-        new_cols[matched] = old[kept[slot[matched]]]
+        # A matched residue's column through its profile column: one gather from a table of the
+        # profile's width (the unmatched, whose slot may be past the last column, are then placed).
+        new_cols = old[kept].take(slot, mode="clip")
         new_cols[ins] = placed
         return AlignedRows.concat([_plain(existing, db_e), _plain_db(new)], [old[old_cols], new_cols], width), 0
 

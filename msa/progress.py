@@ -152,6 +152,18 @@ class Progress:
             print(f"msa: error: {message}", file=sys.stderr, flush=True)
 
 
+class NoteRecorder(Progress):
+    """A silent reporter that keeps its notes (``notes``), for work done in another process
+    (msa.forked) whose notes the command prints."""
+
+    def __init__(self) -> None:
+        super().__init__(quiet=True)
+        self.notes: list[str] = []
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+
 #: Environment variables with which Rich treats any stream as a terminal.
 _FORCE_TERMINAL = ("FORCE_COLOR", "TTY_INTERACTIVE", "TTY_COMPATIBLE")
 

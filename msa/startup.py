@@ -24,15 +24,25 @@ SMALL_INPUT_BYTES = 1 << 18
 GZIP_RATIO = 4
 
 
-def small_input(path: str) -> bool:
-    """Whether ``path`` (a file; ``-`` is stdin, never small) is small enough for the CPU under auto."""
+#: What input_bytes counts for stdin, whose size is not known before it is read.
+STDIN_BYTES = 1 << 26
+
+
+def input_bytes(path: str) -> int:
+    """About how many bytes of text ``path`` holds (gzipped: GZIP_RATIO times its size; ``-``,
+    stdin: STDIN_BYTES; a file that cannot be read: 0, its reading reports the error)."""
     if path == "-":
-        return False
+        return STDIN_BYTES
     try:
         size = os.stat(path).st_size
     except OSError:
-        return False  # reading it reports the error
-    return size * (GZIP_RATIO if path.endswith(".gz") else 1) <= SMALL_INPUT_BYTES
+        return 0
+    return size * (GZIP_RATIO if path.endswith(".gz") else 1)
+
+
+def small_input(path: str) -> bool:
+    """Whether ``path`` (a file; ``-`` is stdin, never small) is small enough for the CPU under auto."""
+    return path != "-" and os.path.exists(path) and input_bytes(path) <= SMALL_INPUT_BYTES
 
 
 class BackendStart:

@@ -15,7 +15,8 @@ from msa.cli.options import (
 from msa.io import read_fasta, write_alignment
 from msa.params import AlignParams
 from msa.progress import Progress
-from msa.startup import BackendStart
+from msa.forked import ForkedCall
+from msa.startup import BackendStart, input_bytes
 
 
 @app.command()
@@ -36,21 +37,19 @@ def merge(
     verbose: VerboseOpt = False,
 ) -> None:
     """Align two alignments to each other (profile-profile): A's rows then B's, each side's columns in order."""
-    with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
+    with _errors():
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
-        from msa.io.formats import read_alignment
-
-        with BackendStart(params.device, numba_on_gpu=False) as backend_start:
+        with ForkedCall(_read_merge, first, second, in_format, params, reserve=_reserve(first, second)) as reading, \
+                Progress(quiet=quiet, verbose=verbose).running() as progress, \
+                BackendStart(params.device, numba_on_gpu=False) as backend_start:
             with progress.stage("reading"):
-                a, b = read_alignment(first, in_format), read_alignment(second, in_format)
-            from msa.merge import prepare_merge
-
-            merge = prepare_merge(a, b, params)  # the profiles, while the backend starts
+                merge = reading.result()  # read and profiled while the backend starts
             with _output(output) as out:
                 backend = backend_start.backend(quiet=quiet)
                 merged = merge.align(backend)
                 with progress.stage("writing"):
                     write_alignment(out, merged, fmt.value, backend)
+        a, b = merge.a, merge.b
         progress.note(f"merged {len(a.names)} + {len(b.names)} rows of {a.width} and {b.width} columns "
                       f"into {merged.width} columns")
 
@@ -78,26 +77,44 @@ def add(
     verbose: VerboseOpt = False,
 ) -> None:
     """Add new sequences to an existing alignment: each aligned to its profile, existing rows kept."""
-    with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
+    with _errors():
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
-        from msa.io.formats import read_alignment
-
-        with BackendStart(params.device, numba_on_gpu=False) as backend_start:
+        with ForkedCall(_read_addition, existing, new, in_format, params, reserve=_reserve(existing, new)) as reading, \
+                Progress(quiet=quiet, verbose=verbose).running() as progress, \
+                BackendStart(params.device, numba_on_gpu=False) as backend_start:
             with progress.stage("reading"):
-                old = read_alignment(existing, in_format)
-                db = read_fasta(new)
-            from msa.merge import prepare_addition
-
-            addition = prepare_addition(old, db, params)  # the profile, while the backend starts
+                addition = reading.result()  # read and profiled while the backend starts
             with _output(output) as out:
                 backend = backend_start.backend(quiet=quiet)
                 result, dropped = addition.align(backend, keep_length)
                 with progress.stage("writing"):
                     write_alignment(out, result, fmt.value, backend)
         progress.note(
-            f"added {len(db)} sequences to {len(old.names)} rows: {result.width} columns"
+            f"added {len(addition.new)} sequences to {len(addition.existing.names)} rows: {result.width} columns"
             + (f"; {dropped} inserted residues left out (--keep-length)" if dropped else "")
         )
+
+
+def _read_merge(first: str, second: str, in_format: str, params: AlignParams):
+    """``merge``'s inputs read and profiled (msa.merge.Merge); made in a forked child."""
+    from msa.io.formats import read_alignment
+    from msa.merge import prepare_merge
+
+    return prepare_merge(read_alignment(first, in_format), read_alignment(second, in_format), params)
+
+
+def _read_addition(existing: str, new: str, in_format: str, params: AlignParams):
+    """``add``'s inputs read, the alignment profiled (msa.merge.Addition); made in a forked child."""
+    from msa.io.formats import read_alignment
+    from msa.merge import prepare_addition
+
+    return prepare_addition(read_alignment(existing, in_format), read_fasta(new), params)
+
+
+def _reserve(*paths: str) -> int:
+    """Shared memory for what the reading of ``paths`` returns (msa.forked.ForkedCall): a
+    residue's byte, code and column (8 bytes) a byte of input at most, and the profile."""
+    return 16 * sum(input_bytes(p) for p in paths) + (64 << 20)
 
 
 def _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet) -> AlignParams:
