@@ -185,8 +185,8 @@ def _parse_records(
     """The one FASTA tokenizer: (names, headers, kept bytes, offsets); gaps kept when ``aligned``.
 
     A few passes over the bytes, none with more than a byte per input byte: lines come from
-    the newline positions, header lines are masked by repeating a flag per line, and the
-    byte classes come from one table lookup. Where a record drops nothing but line ends (the
+    the newline positions, the header lines are ranges (only their bytes are gathered and
+    cleared), and the byte classes come from one table lookup. Where a record drops nothing but line ends (the
     common case), its length is arithmetic on its lines; only otherwise are its bytes summed.
     """
     if data.startswith(_BOM):
@@ -208,8 +208,7 @@ def _parse_records(
     line_starts = np.concatenate(([0], newlines + 1))
     line_starts = line_starts[line_starts < len(buf)]
     line_ends = np.append(newlines, len(buf))[: len(line_starts)]  # each line's newline, or the end
-    is_head = buf[line_starts] == _GT
-    head_lines = np.flatnonzero(is_head)
+    head_lines = np.flatnonzero(buf[line_starts] == _GT)
     head_starts, head_ends = line_starts[head_lines], line_ends[head_lines]
     if len(head_starts) == 0:
         if not _IS_BLANK[buf].all():
@@ -227,7 +226,9 @@ def _parse_records(
             f"{label}: not FASTA (line {_line_of(buf, int(lead[0]))} comes before the first '>' header)"
         )
 
-    in_header = np.repeat(is_head, np.diff(line_starts, append=len(buf)))  # every byte of a header line
+    # Every byte of the header lines, each with its newline (the last line may have none): ranges,
+    # not a mask of the input (a pass and a fresh byte per input byte).
+    in_header = _ranges(head_starts, np.minimum(head_ends + 1, len(buf)) - head_starts)
     header_text = buf[in_header].tobytes()
     headers = _headers(header_text)
     names = _first_words(headers, header_text)
@@ -237,7 +238,7 @@ def _parse_records(
 
     cls = lookup(ALIGNED_BYTE_CLASS if aligned else BYTE_CLASS, buf)
     cls[:first] = NEWLINE  # blank, or title lines: not sequence
-    np.copyto(cls, NEWLINE, where=in_header)
+    cls[in_header] = NEWLINE
     del in_header
     # The classes in each record's text, from its header's newline on (a header ending the input has none).
     inside = head_ends < len(buf)
