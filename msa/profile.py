@@ -140,11 +140,12 @@ def block_counts(codes: np.ndarray, offsets: np.ndarray, columns: np.ndarray, wi
     offsets = np.asarray(offsets, dtype=np.int64)
     out = np.bincount(columns * N_COUNTS + codes, minlength=width * N_COUNTS).reshape(width, N_COUNTS)
     first, last = columns[offsets[:-1]], columns[offsets[1:] - 1]
-    a, b = columns[:-1], columns[1:]
-    inner = np.ones(len(a), dtype=bool)
-    inner[offsets[1:-1] - 1] = False  # a row's last residue and the next row's first
-    a, b = a[inner], b[inner]
-    opened = b - a > 1
+    # Inner gap runs: between residues of one row two or more columns apart (mostly, neighbours
+    # are next to each other, so the runs are found first and only they are gathered).
+    gapped = columns[1:] - columns[:-1] > 1
+    gapped[offsets[1:-1] - 1] = False  # a row's last residue and the next row's first
+    at = np.flatnonzero(gapped)
+    a, b = columns[at], columns[at + 1]
 
     def count(at: np.ndarray) -> np.ndarray:
         return np.bincount(at, minlength=width + 1)[:width]
@@ -153,7 +154,7 @@ def block_counts(codes: np.ndarray, offsets: np.ndarray, columns: np.ndarray, wi
         ok = hi > lo
         return np.cumsum(np.bincount(lo[ok], minlength=width + 1) - np.bincount(hi[ok], minlength=width + 1))[:width]
 
-    out[:, GO] = count(a[opened] + 1)
+    out[:, GO] = count(a + 1)
     out[:, GE] = runs(a + 2, b)
     out[:, TGO] = count(np.concatenate((np.zeros(int((first > 0).sum()), dtype=np.int64), last[last < width - 1] + 1)))
     out[:, TGE] = runs(np.concatenate((np.ones(len(first), np.int64), last + 2)),
