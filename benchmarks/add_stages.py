@@ -1,12 +1,12 @@
 """Where `msa add`'s alignment stage goes, in process: each backend call synchronised and timed.
 
-    python benchmarks/add_stages.py EXISTING.fa NEW.fa [--device cuda] [--repeat 3] [--batch-bytes 28,30]
+    python benchmarks/add_stages.py EXISTING.fa NEW.fa [--device cuda] [--repeat 3]
 
 Reads the existing alignment and the new sequences once, then runs
-``msa.merge.add_sequences`` ``--repeat`` times per ``ADD_BATCH_BYTES`` value given as a power
-of two, timing gather_profiles, profile_align and residue_slots (the device is synchronised
-around each, so a call's time is its own). Prints the cells (new residues x profile width)
-so a rate can be worked out. `benchmarks/add_sequences.sh` makes a suitable pair of inputs.
+``msa.merge.add_sequences`` ``--repeat`` times, timing the backend's profile_slots (the merges;
+the device is synchronised around it, so its time is its own) within it. Prints the cells (new
+residues x profile width) so a rate can be worked out. `benchmarks/add_sequences.sh` makes a
+suitable pair of inputs.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from msa.io import read_fasta
 from msa.io.formats import read_alignment
 from msa.params import AlignParams
 
-TIMED = ("gather_profiles", "profile_align", "residue_slots")
+TIMED = ("profile_slots",)
 
 
 def main() -> None:
@@ -30,7 +30,6 @@ def main() -> None:
     ap.add_argument("new")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--batch-bytes", default="28,30", help="comma-separated powers of two for ADD_BATCH_BYTES")
     a = ap.parse_args()
     t = time.perf_counter()
     old, db = read_alignment(a.existing), read_fasta(a.new)
@@ -40,16 +39,14 @@ def main() -> None:
     spent: dict[str, float] = {}
     for name in TIMED:
         _wrap(backend, name, sync, spent)
-    for power in (int(p) for p in a.batch_bytes.split(",")):
-        merge.ADD_BATCH_BYTES[backend.name] = 1 << power
-        for _ in range(a.repeat):
-            spent.clear()
-            sync()
-            t = time.perf_counter()
-            merge.add_sequences(old, db, AlignParams(), backend)
-            sync()
-            parts = ", ".join(f"{k} {v:.3f} s" for k, v in spent.items())
-            print(f"batches of 2^{power} bytes: add_sequences {time.perf_counter() - t:.3f} s ({parts})")
+    for _ in range(a.repeat):
+        spent.clear()
+        sync()
+        t = time.perf_counter()
+        merge.add_sequences(old, db, AlignParams(), backend)
+        sync()
+        parts = ", ".join(f"{k} {v:.3f} s" for k, v in spent.items())
+        print(f"add_sequences {time.perf_counter() - t:.3f} s ({parts})")
     print(f"{backend.name}: {int(np.sum(db.lengths)) * old.width:.3e} cells (new residues x width {old.width})")
 
 

@@ -38,6 +38,7 @@
 //  build_parent  one block per merge, one thread per path step: block scans of the path give
 //                each step its (i, j); a column's counts depend only on its own step, the
 //                step before and the run-start counts (cpu/align.build_parent, unrolled).
+//  sequence_slots  msa add: the same scans give each new residue its place against the profile.
 //                With a null parents pointer, the maps only.
 // Scores are int64 with -inf = -2**62, the same formulas and comparison order as
 // dp_path, so ties resolve identically. Gap costs are per merge: g holds 4 int64
@@ -137,19 +138,21 @@ extern "C" __global__ void column_setup(
 
 // One block (MI_THREADS) per merge: info fields I_OFF1..I_SEQSEQ. P1 is FAMSA's choice
 // (cpu/align._first_is_p1): a sequence, else the profile with fewer nonzero cells per column.
+// Side s of merge q (s = 2q, 2q + 1) is the columns lo[s] .. hi[s] - 1: a level's sides lie end
+// to end (lo = col_off, hi = col_off + 1); msa add's merges share one profile's columns.
 #define MI_THREADS 128
 extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
-    const long long* __restrict__ col_off, const long long* __restrict__ n_seqs,
+    const long long* __restrict__ lo, const long long* __restrict__ hi, const long long* __restrict__ n_seqs,
     const int* __restrict__ nzc, long long* info) {
     __shared__ long long part[2][MI_THREADS / 32];
     const long long q = blockIdx.x;
     const int t = threadIdx.x;
-    const long long a0 = col_off[2 * q], b0 = col_off[2 * q + 1], e0 = col_off[2 * q + 2];
+    const long long a0 = lo[2 * q], a1 = hi[2 * q], b0 = lo[2 * q + 1], b1 = hi[2 * q + 1];
     const long long na = n_seqs[2 * q], nb = n_seqs[2 * q + 1];
     long long za = 0, zb = 0;
     if (na != 1 && nb != 1) {  // the same branch for the whole block
-        for (long long c = a0 + t; c < b0; c += MI_THREADS) za += nzc[c];
-        for (long long c = b0 + t; c < e0; c += MI_THREADS) zb += nzc[c];
+        for (long long c = a0 + t; c < a1; c += MI_THREADS) za += nzc[c];
+        for (long long c = b0 + t; c < b1; c += MI_THREADS) zb += nzc[c];
         for (int d = 16; d > 0; d >>= 1) {
             za += __shfl_down_sync(0xffffffffu, za, d);
             zb += __shfl_down_sync(0xffffffffu, zb, d);
@@ -160,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
         for (int w = 0; w < MI_THREADS / 32; ++w) { za += part[0][w]; zb += part[1][w]; }
     }
     if (t != 0) return;
-    const long long wa = b0 - a0, wb = e0 - b0;
+    const long long wa = a1 - a0, wb = b1 - b0;
     const bool first = na == 1 || (nb != 1 && za * wb < zb * wa);
     long long* in = info + q * N_INFO;
     in[I_OFF1] = first ? a0 : b0;
@@ -1160,25 +1163,51 @@ extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
     }
 }
 
-// msa add's reading of a batch's maps (cpu: CpuBackend.residue_slots). Merge k aligned a
-// profile of w columns (inputs col_off[2k] ..) with sequence k (col_off[2k+1] .. col_off[2k+2]);
-// each side's maps rise through merge k's parent columns. One thread per residue r (res_off:
-// residues before merge k, n_merges + 1 entries; the merge found by binary search): slot[r] =
-// how many of the profile's parent columns are left of the residue's (a lower bound over the
-// w sorted columns), hit[r] = whether one of them is the residue's own.
-extern "C" __global__ void __launch_bounds__(256) residue_slots(
-    const int* __restrict__ maps, const long long* __restrict__ col_off, const long long* __restrict__ res_off,
-    long long n_merges, long long n_res, long long w, long long* __restrict__ slot, unsigned char* __restrict__ hit) {
-    const long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (r >= n_res) return;
-    const long long k = segment_of(res_off, n_merges, r);  // the residue's merge
-    const long long c = maps[col_off[2 * k + 1] + (r - res_off[k])];
-    const int* p = maps + col_off[2 * k];
-    long long a = 0, b = w;  // first profile column whose parent column is >= c
-    while (a < b) {
-        const long long mid = (a + b) >> 1;
-        if (p[mid] < c) a = mid + 1; else b = mid;
+// msa add's reading of its merges (the CPU reads the same from the maps: CpuBackend.residue_slots).
+// Merge q aligned the profile (table columns 0 .. w - 1, shared by every merge) with one
+// sequence (the side at columns >= w; P2 only where the profile is one sequence too). One block
+// (BP_THREADS) per merge walks its path with block scans, as build_parent: a step that takes a
+// residue of the sequence gives it slot = the profile columns taken by the steps before it
+// (those whose parent columns are left of the residue's) and hit = the step is D (a profile
+// column shares the residue's parent column). Residue r of the piece is table column base + r.
+extern "C" __global__ void __launch_bounds__(BP_THREADS) sequence_slots(
+    const long long* __restrict__ info, const unsigned char* __restrict__ paths,
+    const long long* __restrict__ lengths, long long w, long long base, long long* __restrict__ slot,
+    unsigned char* __restrict__ hit) {
+    __shared__ int warp_sum[BP_THREADS / 32];
+    __shared__ long long taken[2];
+    const long long q = blockIdx.x;
+    const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
+    const long long* in = info + q * N_INFO;
+    const bool seq1 = in[I_OFF1] >= w;  // the sequence is P1
+    const long long first = (seq1 ? in[I_OFF1] : in[I_OFF2]) - base;
+    const unsigned char* path = paths + in[I_PATH];
+    const long long length = lengths[q];
+    if (t == 0) { taken[0] = 0; taken[1] = 0; }
+    __syncthreads();
+    for (long long p0 = 0; p0 < length; p0 += BP_THREADS) {
+        const long long p = p0 + t;
+        const bool on = p < length;
+        const int state = on ? path[length - 1 - p] : S_D;
+        // Steps that take a column of P1 (D, V) count in the low half, of P2 (D, H) in the high.
+        const int own = on ? (int)(state != S_H) | ((int)(state != S_V) << 16) : 0;
+        int x = own;
+        for (int d = 1; d < 32; d <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, x, d);
+            if (lane >= d) x += y;
+        }
+        if (lane == 31) warp_sum[wid] = x;
+        __syncthreads();
+        int before = x - own;
+        for (int v = 0; v < wid; ++v) before += warp_sum[v];
+        const long long i = taken[0] + (before & 0xFFFF), j = taken[1] + (before >> 16);
+        if (on && (seq1 ? state != S_H : state != S_V)) {
+            const long long r = first + (seq1 ? i : j);
+            slot[r] = seq1 ? j : i;
+            hit[r] = state == S_D;
+        }
+        __syncthreads();  // every thread has read taken and warp_sum
+        if (t == BP_THREADS - 1) { taken[0] = i + (own & 0xFFFF); taken[1] = j + (own >> 16); }
+        __syncthreads();
     }
-    slot[r] = a;
-    hit[r] = a < w && p[a] == c;
 }

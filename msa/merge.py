@@ -3,11 +3,11 @@
 An existing alignment becomes one profile table (:func:`msa.profile.block_counts`,
 from its residues' columns; its all-gap columns left out), and the merges run
 on the backend exactly as the progressive stage runs them: ``merge`` is one
-``profile_align`` of the two profiles; ``add`` is one batch of independent
-merges, the existing profile against each new sequence (chunked only to bound
-the memory of the repeated profile). The column maps then place every residue:
-each side's columns keep their order and every row its residues, so the
-existing rows change only by the gap columns put between their columns.
+``profile_align`` of the two profiles; ``add`` is the backend's ``profile_slots``,
+independent merges of the existing profile with each new sequence, which tells
+where each new residue falls among the profile's columns. Each side's columns
+keep their order and every row its residues, so the existing rows change only by
+the gap columns put between their columns.
 
 Gap costs are rescaled for the number of sequences of the result, as
 ``msa align`` would for the same rows.
@@ -23,16 +23,9 @@ import numpy as np
 from msa.alignment import AlignedRows, insert_columns
 from msa.alphabet import detect_seq_type, load_matrix
 from msa.params import NUCLEOTIDE_TYPES, AlignParams, gap_costs
-from msa.profile import N_COUNTS, AlignBatch, block_counts, gap_vector
+from msa.profile import AlignBatch, block_counts, gap_vector
 from msa.progress import current
 from msa.seqdb import SeqDB
-
-#: ``add`` puts at most about this many bytes of repeated profile tables in one batch, by
-#: backend: host memory on the CPU; device memory on the GPU, where fewer batches mean fewer
-#: launches and waits (10^4 new sequences to a 2,908-column profile: 0.264 s at 256 MB,
-#: 0.212 s at 1 GB on the H100; benchmarks/NOTES.md, session 10).
-ADD_BATCH_BYTES = {"cpu": 1 << 28, "cuda": 1 << 30}
-
 
 def _settle(params: AlignParams, dbs: list[SeqDB], labels: list[str]) -> AlignParams:
     """``params`` resolved for the inputs' sequence type: with ``auto``, each input is
@@ -145,36 +138,11 @@ class Addition:
             self.existing, self.new, self.params, self.profile, self.kept, self.db_e, self.old_cols
         )
         _set_threads(params.threads, backend)
-        width_p, n_e = len(profile), len(db_e)
         matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
-        g = gap_vector(gap_costs(params, n_e + len(new)))
-        xp = backend.xp
-        stored = [xp.asarray(profile)]
-        codes = xp.asarray(new.codes)
-        lengths = new.lengths
-        batch_bytes = ADD_BATCH_BYTES.get(backend.name, ADD_BATCH_BYTES["cpu"])
-        per_batch = max(1, batch_bytes // max(1, width_p * N_COUNTS * 4))
-        slot = np.empty(len(new.codes), dtype=np.int64)  # profile columns left of each new residue
-        matched = np.empty(len(new.codes), dtype=bool)
+        g = gap_vector(gap_costs(params, len(db_e) + len(new)))
         with current().stage("aligning to the profile", total=len(new)) as advance:
-            for lo in range(0, len(new), per_batch):
-                hi = min(len(new), lo + per_batch)
-                m = hi - lo
-                part = np.tile(np.array([0, -1]), m)
-                start = np.zeros(2 * m, dtype=np.int64)
-                start[1::2] = new.offsets[lo:hi]
-                widths = np.zeros(2 * m, dtype=np.int64)
-                widths[0::2] = width_p
-                widths[1::2] = lengths[lo:hi]
-                gathered = backend.gather_profiles(stored, part, start, widths, codes)
-                col_offsets = np.concatenate(([0], np.cumsum(widths)))
-                n_seqs = np.tile(np.array([n_e, 1], dtype=np.int64), m)
-                result = backend.profile_align(AlignBatch(gathered, col_offsets, n_seqs, matrix, g, parents=False))
-                del gathered
-                seg = slice(new.offsets[lo], new.offsets[hi])
-                slot[seg], matched[seg] = backend.residue_slots(result.maps, col_offsets, width_p)
-                advance(m)
-        res_row = np.repeat(np.arange(len(new)), lengths)
+            # profile columns left of each new residue, and whether one shares its column
+            slot, matched = backend.profile_slots(profile, len(db_e), new.codes, new.offsets, matrix, g, advance)
         ins = np.flatnonzero(~matched)
         if keep_length:
             keep = matched
@@ -182,8 +150,9 @@ class Addition:
             new_cols = kept[slot[keep]]
             width = existing.width
             return AlignedRows.concat([_plain(existing, db_e), _plain_db(new_db)], [old_cols, new_cols], width), len(ins)
+        res_row = np.searchsorted(new.offsets, ins, side="right") - 1  # each insert's sequence
         run = np.ones(len(ins), dtype=bool)
-        run[1:] = (res_row[ins[1:]] != res_row[ins[:-1]]) | (slot[ins[1:]] != slot[ins[:-1]])
+        run[1:] = (res_row[1:] != res_row[:-1]) | (slot[ins[1:]] != slot[ins[:-1]])
         rank = np.arange(len(ins)) - np.maximum.accumulate(np.where(run, np.arange(len(ins)), 0))
         old, placed, width = insert_columns(existing.width, kept, slot[ins], rank)
         # A matched residue's column through its profile column: one gather from a table of the

@@ -133,11 +133,15 @@ class Backend(Protocol):
     # use; [0, n_merges] when a level need not be cut (the CPU). A piece is one batch of
     # merges, so the cut changes no result (``--gpu-memory`` below a whole level's tables).
     def level_cuts(self, kid_widths: np.ndarray) -> np.ndarray: ...
-    # residue_slots (msa add): a batch whose merge k aligned one profile of ``width`` columns
-    # with sequence k (inputs laid out by ``col_offsets``, as in AlignBatch); for every residue
-    # of the sequences, in that layout: how many profile columns map left of its parent column
-    # (int64) and whether one maps to it (bool), on the host.
-    def residue_slots(self, maps, col_offsets: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]: ...
+    # profile_slots (msa add): every sequence k (host ``codes[offsets[k]:offsets[k+1]]``) aligned
+    # to one profile (a host table over ``n_profile`` sequences) as a merge of the progressive
+    # stage would align them (``gaps``: one gap vector); for every residue, on the host: how
+    # many profile columns are left of its column in the merge's parent (int64) and whether
+    # one shares it (bool). ``advance(n)`` is called as merges finish (progress).
+    def profile_slots(
+        self, profile: np.ndarray, n_profile: int, codes: np.ndarray, offsets: np.ndarray, matrix: np.ndarray,
+        gaps: np.ndarray, advance: Callable[[int], None] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]: ...
     def place_segments(
         self, targets: list, target: np.ndarray, start: np.ndarray, values, maps, parent: np.ndarray,
         widths: np.ndarray,

@@ -89,15 +89,45 @@ def test_add_and_merge_equal_cpu_on_a_real_family(cuda_backend, tmp_path: Path) 
     _same(merge_alignments(first, second, params, cuda_backend), merge_alignments(first, second, params, CpuBackend()))
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_residue_slots_equal_cpu(cuda_backend, seed: int) -> None:
-    """The residue_slots kernel against the CPU's on fresh random maps (empty sequences included)."""
-    from msa.testing import merge_maps
+def _profile_table(rng: np.random.Generator, n: int, width: int) -> np.ndarray:
+    """The profile table of ``n`` random gapped rows over ``width`` columns, every column used
+    (as msa add's profiles are: all-gap columns are left out)."""
+    from msa.profile import block_counts
 
-    rng = np.random.default_rng(100 + seed)
-    width = int(rng.integers(1, 400))
-    lengths = rng.integers(0, 300, int(rng.integers(1, 200)))
-    maps, off = merge_maps(rng, width, lengths)
-    want = CpuBackend.residue_slots(maps, off, width)
-    got = cuda_backend.residue_slots(cuda_backend.xp.asarray(maps), off, width)
+    held = rng.random((n, width)) < rng.uniform(0.3, 0.95)
+    held[rng.integers(0, n, width), np.arange(width)] = True  # every column has a residue
+    held[np.arange(n), rng.integers(0, width, n)] = True  # every row has one
+    rows, columns = np.nonzero(held)
+    offsets = np.concatenate(([0], np.cumsum(held.sum(axis=1))))
+    codes = rng.integers(0, 24, len(columns)).astype(np.uint8)
+    return block_counts(codes, offsets, columns, width)
+
+
+@pytest.mark.parametrize(
+    "seed, n_profile, n_merges, limit",
+    [(0, 1, 5, None), (1, 3, 40, None), (2, 60, 150, None), (3, 400, 300, None), (4, 9, 170, 1 << 21)],
+)
+def test_profile_slots_equal_cpu(seed: int, n_profile: int, n_merges: int, limit: int | None) -> None:
+    """msa add's merges on the GPU (the profile's table once a piece, each residue's place off the
+    path) against the CPU's (the profile repeated a merge, read off the maps), on fresh random
+    profiles and sequences: a one-row profile (sequence against sequence), fewer merges than SMs
+    (dp_fill) and more (dp_rows), sequences of 1 to ~600 residues, pieces forced by a low limit."""
+    from msa.alphabet import load_matrix
+    from msa.backends.cuda import CudaBackend
+    from msa.params import gap_costs
+    from msa.profile import gap_vector
+
+    rng = np.random.default_rng([seed, 20261126])
+    profile = _profile_table(rng, n_profile, int(rng.integers(1, 500)))
+    lengths = rng.integers(1, 600, n_merges)
+    lengths[: min(3, n_merges)] = [1, 2, 129][: min(3, n_merges)]
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    codes = rng.integers(0, 24, int(offsets[-1])).astype(np.uint8)
+    params = AlignParams(quiet=True).resolved("protein")
+    matrix = np.ascontiguousarray(load_matrix(params.matrix), dtype=np.int64)
+    gaps = gap_vector(gap_costs(params, n_profile + n_merges))
+    done: list[int] = []
+    want = CpuBackend().profile_slots(profile, n_profile, codes, offsets, matrix, gaps)
+    got = CudaBackend(memory_limit=limit).profile_slots(profile, n_profile, codes, offsets, matrix, gaps, done.append)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert sum(done) == n_merges and (limit is None or len(done) > 1)

@@ -129,11 +129,11 @@ def test_add_keeps_existing_rows(families, keep_length: bool) -> None:
 
 
 def test_add_in_several_batches_gives_the_same_rows(families, monkeypatch) -> None:
-    import msa.merge
+    import msa.backends.cpu
 
     a, _, new = families
     one, _ = add_sequences(a, SeqDB.from_pairs(new), AlignParams(device="cpu"), CpuBackend())
-    monkeypatch.setitem(msa.merge.ADD_BATCH_BYTES, "cpu", 1)  # one merge per batch
+    monkeypatch.setattr(msa.backends.cpu, "ADD_BATCH_BYTES", 1)  # one merge per batch
     many, _ = add_sequences(a, SeqDB.from_pairs(new), AlignParams(device="cpu"), CpuBackend())
     assert _rows(many) == _rows(one)
 

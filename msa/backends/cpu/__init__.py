@@ -7,6 +7,8 @@ One module per stage, each beside its CUDA counterpart of the same name in
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numba
 import numpy as np
 from numba import prange
@@ -44,6 +46,11 @@ def _one_hot_rows(codes: np.ndarray, start: np.ndarray, dst: np.ndarray, widths:
             out[dst[k] + r, codes[start[k] + r]] = 1
 
 
+#: msa add (profile_slots) puts at most about this many bytes of repeated profile tables in
+#: one batch of merges.
+ADD_BATCH_BYTES = 1 << 28
+
+
 def first_compiled_call() -> None:
     """A run's first compiled call, made early (msa.startup): it starts Numba's runtime and
     threads, and where the call must compile, loads Numba's typing and lowering registries."""
@@ -67,11 +74,45 @@ class CpuBackend:
     #: FASTA records straight into a mapped output file, on every thread; see Backend.
     fill_records = staticmethod(fill_records)
 
+    def profile_slots(
+        self, profile: np.ndarray, n_profile: int, codes: np.ndarray, offsets: np.ndarray, matrix: np.ndarray,
+        gaps: np.ndarray, advance: Callable[[int], None] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """msa add's merges, every sequence against one profile; see Backend. Batches of
+        merges of the profile (repeated) with a sequence each, aligned by profile_align as any
+        level's merges and read off the maps (residue_slots); ADD_BATCH_BYTES bounds the
+        repeated tables."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        lengths = np.diff(offsets)
+        w, m = len(profile), len(lengths)
+        slot = np.empty(int(offsets[-1]), dtype=np.int64)
+        hit = np.empty(int(offsets[-1]), dtype=bool)
+        per_batch = max(1, ADD_BATCH_BYTES // max(1, w * N_COUNTS * 4))
+        for lo in range(0, m, per_batch):
+            hi = min(m, lo + per_batch)
+            n = hi - lo
+            start = np.zeros(2 * n, dtype=np.int64)
+            start[1::2] = offsets[lo:hi]
+            widths = np.zeros(2 * n, dtype=np.int64)
+            widths[0::2], widths[1::2] = w, lengths[lo:hi]
+            gathered = self.gather_profiles([profile], np.tile(np.array([0, -1]), n), start, widths, codes)
+            col_offsets = np.concatenate(([0], np.cumsum(widths)))
+            n_seqs = np.tile(np.array([n_profile, 1], dtype=np.int64), n)
+            result = self.profile_align(AlignBatch(gathered, col_offsets, n_seqs, matrix, gaps, parents=False))
+            seg = slice(int(offsets[lo]), int(offsets[hi]))
+            slot[seg], hit[seg] = self.residue_slots(result.maps, col_offsets, w)
+            if advance is not None:
+                advance(n)
+        return slot, hit
+
     @staticmethod
     def residue_slots(maps: np.ndarray, col_offsets: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Where each sequence's residues went in profile-sequence merges; see Backend. Each
-        merge's maps are made one rising sequence over the batch (merge k's plus k times a
-        stride above any parent width), so one searchsorted finds every residue's slot."""
+        """profile_slots' reading of a batch whose merge k aligned the profile of ``width``
+        columns with sequence k (inputs laid out by ``col_offsets``, as in AlignBatch): for every
+        residue of the sequences, how many profile columns map left of its parent column and
+        whether one maps to it. Each merge's maps are made one rising sequence over the batch
+        (merge k's plus k times a stride above any parent width), so one searchsorted finds
+        every residue's slot."""
         col_offsets = np.asarray(col_offsets, dtype=np.int64)
         lengths = col_offsets[2::2] - col_offsets[1:-1:2]
         m = len(lengths)

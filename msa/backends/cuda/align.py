@@ -6,6 +6,8 @@ kernel (dp_fill, dp_pipe or dp_scan) is chosen per piece by _merge_records.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import cupy as cp
 import numpy as np
 
@@ -95,7 +97,7 @@ class AlignStage(DeviceStage):
         self._cell_scores = align.get_function("cell_scores")
         self._traceback = align.get_function("traceback")
         self._build_parent = align.get_function("build_parent")
-        self._residue_slots = align.get_function("residue_slots")
+        self._sequence_slots = align.get_function("sequence_slots")
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch on the GPU (kernels/profile_align.cu; equal to the CPU's).
@@ -150,23 +152,67 @@ class AlignStage(DeviceStage):
             np.cumsum(np.concatenate(lengths), out=parent_off[1:])
         return AlignResult(maps, counts, parent_off)
 
-    def residue_slots(self, maps: cp.ndarray, col_offsets: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Where each sequence's residues went in a batch of profile-sequence merges, one launch; see Backend."""
-        col_offsets = np.asarray(col_offsets, dtype=np.int64)
-        res_off = col_offsets[2::2] - col_offsets[1:-1:2]
-        res_off = np.concatenate(([0], np.cumsum(res_off)))
-        n_res, n_merges = int(res_off[-1]), len(res_off) - 1
+    def profile_slots(
+        self, profile: np.ndarray, n_profile: int, codes: np.ndarray, offsets: np.ndarray, matrix: np.ndarray,
+        gaps: np.ndarray, advance: Callable[[int], None] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """msa add's merges, every sequence against one profile; see Backend. The profile's
+        table is gathered once a piece and every merge of the piece reads its column terms (the
+        CPU repeats it in every merge: 10^4 copies of a 2,442-column profile were 2.7 GB of
+        tables and 18 ms of column_setup); the DP and the traceback are profile_align's, and
+        sequence_slots reads each residue's place off the path, where the CPU reads it off the
+        maps (CpuBackend.residue_slots)."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        lengths = np.diff(offsets)
+        w, m = len(profile), len(lengths)
+        slot = np.empty(int(offsets[-1]), dtype=np.int64)
+        hit = np.empty(int(offsets[-1]), dtype=bool)
+        matrix = np.ascontiguousarray(np.ravel(matrix), dtype=np.int64)
         with cp.cuda.Device(self.device):
-            slot = cp.empty(max(n_res, 1), dtype=cp.int64)
-            hit = cp.empty(max(n_res, 1), dtype=cp.uint8)
-            if n_res:
-                meta = cp.asarray(np.concatenate((col_offsets, res_off)))
-                self._residue_slots(
-                    (-(-n_res // 256),), (256,),
-                    (cp.ascontiguousarray(maps, dtype=cp.int32), meta, meta[len(col_offsets):], np.int64(n_merges),
-                     np.int64(n_res), np.int64(width), slot, hit),
+            stored = [cp.asarray(np.ascontiguousarray(profile, dtype=np.int32))]
+            d_codes = cp.asarray(np.asarray(codes, dtype=np.uint8))
+
+            def piece(lo: int, hi: int) -> None:
+                n, ls = hi - lo, lengths[lo:hi]
+                tables = self.gather_profiles(
+                    stored, np.concatenate(([0], np.full(n, -1))), np.concatenate(([0], offsets[lo:hi])),
+                    np.concatenate(([w], ls)), d_codes,
                 )
-            return slot[:n_res].get(), hit[:n_res].get().astype(bool)
+                table_off = np.concatenate(([0, w], w + np.cumsum(ls))).astype(np.int64)
+                n_seqs = np.concatenate(([n_profile], np.ones(n, dtype=np.int64)))
+                sides = np.zeros((2, 2 * n), dtype=np.int64)  # lo, hi of each merge's profile, then sequence
+                sides[1, 0::2] = w
+                sides[0, 1::2], sides[1, 1::2] = table_off[1:-1], table_off[2:]
+                widths = np.zeros(2 * n + 1, dtype=np.int64)  # the scratch, sized as a level's
+                widths[1::2], widths[2::2] = w, ls
+                records = _merge_records(np.cumsum(widths), few=n < self.n_sm, pipeline=False, seq_side=True)
+                merge_seqs = np.ravel(np.stack((np.full(n, n_profile), np.ones(n, dtype=np.int64)), axis=1))
+                # Every merge has the same gap costs: column_setup reads table t's at row t // 2.
+                gap_rows = np.tile(np.asarray(gaps, dtype=np.int64), (n + 1, 1))
+                info, paths, path_lengths = self._paths(
+                    tables, table_off, n_seqs, sides, merge_seqs, matrix, gap_rows, records
+                )
+                d_slot = cp.empty(max(int(ls.sum()), 1), dtype=cp.int64)
+                d_hit = cp.empty(max(int(ls.sum()), 1), dtype=cp.uint8)
+                self._sequence_slots(
+                    (n,), (BP_THREADS,), (info, paths, path_lengths, np.int64(w), np.int64(w), d_slot, d_hit)
+                )
+                seg = slice(int(offsets[lo]), int(offsets[hi]))
+                slot[seg] = d_slot[: seg.stop - seg.start].get()
+                hit[seg] = d_hit[: seg.stop - seg.start].get().astype(bool)
+                if advance is not None:
+                    advance(n)
+
+            if m:
+                run_in_pieces(self._slots_cost(w, lengths), piece, self.memory_limit)
+        return slot, hit
+
+    def _slots_cost(self, w: int, lengths: np.ndarray) -> np.ndarray:
+        """Device bytes profile_slots plans for each merge: its sequence's table, column terms and
+        slots, boundary rows, directions and path (the profile's share counted with each merge)."""
+        wa = np.full(len(lengths), w, dtype=np.int64)
+        return (lengths * (ALIGN_BYTES_PER_COLUMN + 112 + 9) + _boundary_bytes(wa, lengths)
+                + (wa + 8) * (lengths + 8) + wa + 64)
 
     def level_cuts(self, kid_widths: np.ndarray) -> np.ndarray:
         """Pieces of a level that fit MEMORY_FRACTION of the free memory (within ``--gpu-memory``)
@@ -192,14 +238,9 @@ class AlignStage(DeviceStage):
         self, batch: AlignBatch, lo: int, hi: int, matrix: np.ndarray, gap_rows: np.ndarray, pipeline: bool
     ) -> tuple[cp.ndarray, cp.ndarray | None, np.ndarray]:
         """Merges ``lo..hi`` of a batch: (maps of their input columns, parent counts or None
-        where the batch wants none, parent widths).
-
-        One upload (offsets, sizes, matrix, the merges' gap rows, scratch offsets), six launches (seven with
-        dp_pipe), one wait (the parent widths). The fill is dp_pipe when _merge_records says so
-        (a piece of a batch of fewer merges than SMs, whose cost counted the cell scores): a
-        grid of at most one block per SM drawing (merge, chunk) tickets, after cell_scores has
-        written every cell's substitution score (CS_BLOCKS_PER_SM blocks per SM in all).
-        ``pipeline``: the batch may run dp_pipe (fewer merges than SMs; its cost counted the scores).
+        where the batch wants none, parent widths): _paths, then one wait (the parent widths)
+        and build_parent. ``pipeline``: the batch may run dp_pipe (fewer merges than SMs; its
+        cost counted the scores).
         """
         off = batch.col_offsets
         a, b = int(off[2 * lo]), int(off[2 * hi])
@@ -208,12 +249,46 @@ class AlignStage(DeviceStage):
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
         counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
         seq_side = bool(np.all(np.minimum(n_seqs[0::2], n_seqs[1::2]) == 1))
-        info, t, k, fill, sizes = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline, seq_side=seq_side)
-        meta = cp.asarray(np.concatenate((col_off, n_seqs, matrix, gap_rows[lo:hi].ravel(), info.ravel())))
-        d_col_off, d_n_seqs = meta[: 2 * n + 1], meta[2 * n + 1 : 4 * n + 1]
-        at = 4 * n + 1 + N_CODES * N_CODES
-        d_m, d_g = meta[4 * n + 1 : at], meta[at : at + 4 * n]  # d_g: 4 int64 per merge of the piece
-        d_info = meta[len(meta) - n * N_INFO :]
+        records = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline, seq_side=seq_side)
+        sides = np.stack((col_off[:-1], col_off[1:]))  # a level's sides lie end to end
+        d_info, paths, lengths = self._paths(counts, col_off, n_seqs, sides, n_seqs, matrix, gap_rows[lo:hi], records)
+        widths = lengths.get()
+        # the parents' offsets from the host: cp.cumsum(out=...) copies its result with a CuPy kernel
+        parent_off = cp.asarray(np.concatenate(([0], np.cumsum(widths))).astype(np.int64))
+        maps = cp.empty(n_cols, dtype=cp.int32)
+        # A parent is at most as wide as its two children; without parents, a null pointer (the maps only).
+        parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32) if batch.parents else None
+        out = np.uint64(0) if parents is None else parents
+        self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, out))
+        return maps, None if parents is None else parents[: int(widths.sum())], widths
+
+    def _paths(
+        self, counts: cp.ndarray, table_off: np.ndarray, table_seqs: np.ndarray, sides: np.ndarray,
+        side_seqs: np.ndarray, matrix: np.ndarray, gap_rows: np.ndarray, records: tuple,
+    ) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
+        """The DP of ``n`` merges up to their paths: (merge records, paths, path lengths), on the device.
+
+        ``counts``: profile tables end to end (``table_off``, over ``table_seqs`` sequences each);
+        merge q aligns the columns ``sides[0, s] .. sides[1, s] - 1`` (s = 2q, 2q + 1; over
+        ``side_seqs[s]`` sequences) with gap costs ``gap_rows[q]`` (table t's terms use row t // 2);
+        ``records``: _merge_records' for the merges. One upload (offsets, sizes, matrix, gap rows,
+        sides, scratch offsets), four launches (five with dp_pipe or dp_scan): column_setup,
+        merge_info, the fill _merge_records chose, traceback. dp_pipe (a piece of a batch of fewer
+        merges than SMs, whose cost counted the cell scores) runs a grid of at most one block per
+        SM drawing (merge, chunk) tickets, after cell_scores has written every cell's
+        substitution score (CS_BLOCKS_PER_SM blocks per SM in all).
+        """
+        info, t, k, fill, sizes = records
+        n, n_tables, n_cols = len(info), len(table_seqs), int(table_off[-1])
+        meta = cp.asarray(np.concatenate((
+            table_off, table_seqs, side_seqs, matrix, np.ravel(gap_rows), np.ravel(sides), info.ravel(),
+        )).astype(np.int64, copy=False))
+        parts, at = [], 0
+        for size in (n_tables + 1, n_tables, 2 * n, N_CODES * N_CODES, gap_rows.size, 2 * n, 2 * n):
+            parts.append(meta[at : at + size])
+            at += size
+        d_table_off, d_table_seqs, d_side_seqs, d_m, d_g, d_lo, d_hi = parts
+        d_info = meta[at:]
         terms = [cp.empty(n_cols, dtype=cp.int64) for _ in range(5)]  # gapc, res, start, cont, retype
         s2 = cp.empty((n_cols, N_CODES), dtype=cp.int64)
         nnz = cp.empty(n_cols, dtype=cp.int32)
@@ -222,10 +297,10 @@ class AlignStage(DeviceStage):
         mult = cp.empty((n_cols, N_CODES), dtype=cp.int32)
         self._column_setup(
             ((n_cols + 127) // 128,), (128,),
-            (counts, np.int64(n_cols), d_col_off, np.int64(2 * n), d_n_seqs, d_m, d_g,
+            (counts, np.int64(n_cols), d_table_off, np.int64(n_tables), d_table_seqs, d_m, d_g,
              *terms, s2, nnz, codes, mult, nzc),
         )
-        self._merge_info((n,), (MI_THREADS,), (d_col_off, d_n_seqs, nzc, d_info))
+        self._merge_info((n,), (MI_THREADS,), (d_lo, d_hi, d_side_seqs, nzc, d_info))
         rows = [cp.empty(max(sizes["rows"], 1), dtype=cp.int64) for _ in range(3)]
         dirs = cp.empty(max(sizes["dirs"] // 8, 1), dtype=cp.uint64)
         final3 = cp.empty(3 * n, dtype=cp.int64)
@@ -253,21 +328,12 @@ class AlignStage(DeviceStage):
                 self._fills["pipe"](grid, (t,), (*args, scores, *ticket_args), shared_mem=_dp_shared(t, k, True))
             del scores
         del s2, codes, mult, rows, terms, nzc
-        paths = cp.empty(max(n_cols, 1), dtype=cp.uint8)
+        paths = cp.empty(max(sizes["path"], 1), dtype=cp.uint8)
         lengths = cp.empty(n, dtype=cp.int64)
         self._traceback(
             ((n + TB_WARPS - 1) // TB_WARPS,), (32 * TB_WARPS,), (d_info, np.int64(n), dirs, final3, paths, lengths)
         )
-        del dirs
-        widths = lengths.get()
-        # the parents' offsets from the host: cp.cumsum(out=...) copies its result with a CuPy kernel
-        parent_off = cp.asarray(np.concatenate(([0], np.cumsum(widths))).astype(np.int64))
-        maps = cp.empty(n_cols, dtype=cp.int32)
-        # A parent is at most as wide as its two children; without parents, a null pointer (the maps only).
-        parents = cp.empty((n_cols, N_COUNTS), dtype=cp.int32) if batch.parents else None
-        out = np.uint64(0) if parents is None else parents
-        self._build_parent((n,), (BP_THREADS,), (d_info, counts, paths, lengths, parent_off, maps, out))
-        return maps, None if parents is None else parents[: int(widths.sum())], widths
+        return d_info, paths, lengths
 
 
 def _dp_shared(threads: int, k: int, pipe: bool) -> int:
