@@ -88,7 +88,8 @@ class ForkedCall(Generic[T]):
         return self._pid is not None
 
     def result(self) -> T:
-        """The call's value, or its exception raised here; its notes are printed here first."""
+        """The call's value, or its exception raised here; its notes are printed here first.
+        Asked for once (a second time, the call would be made again here)."""
         if self._pid is None:
             return self._fn(*self._args)
         with os.fdopen(self._read_end, "rb") as pipe:

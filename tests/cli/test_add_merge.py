@@ -56,6 +56,15 @@ def test_add_keeps_existing_rows(run_msa, tmp_path: Path, keep: bool) -> None:
         assert [r.replace(b"-", b"") for _, r in got[3:]] == [r for _, r in new]
 
 
+def test_add_reads_the_new_sequences_from_stdin(run_msa, tmp_path: Path) -> None:
+    """The reading runs in a forked child (msa.forked), which reads stdin in the parent's place."""
+    _files(tmp_path)
+    result = run_msa("add", "A.fa", "-", "-o", "out.fa", "-q", "--device", "cpu", cwd=tmp_path, stdin=NEW)
+    assert result.returncode == 0, result.stderr.decode()
+    got = fasta_rows((tmp_path / "out.fa").read_bytes())
+    assert [r.replace(b"-", b"") for _, r in got[3:]] == [r for _, r in fasta_rows(NEW)]
+
+
 def test_a3m_alignment_is_read_by_add(run_msa, tmp_path: Path) -> None:
     (tmp_path / "A.a3m").write_bytes(b"#A3M\n>a1\nMKVLAGIV\n>a2\nMKwVLAGIV\n")
     (tmp_path / "new.fa").write_bytes(b">n\nMKVLAGV\n")

@@ -186,7 +186,7 @@ class AlignStage(DeviceStage):
                 widths = np.zeros(2 * n + 1, dtype=np.int64)  # the scratch, sized as a level's
                 widths[1::2], widths[2::2] = w, ls
                 records = _merge_records(np.cumsum(widths), few=n < self.n_sm, pipeline=False, seq_side=True)
-                merge_seqs = np.ravel(np.stack((np.full(n, n_profile), np.ones(n, dtype=np.int64)), axis=1))
+                merge_seqs = np.tile(np.array([n_profile, 1], dtype=np.int64), n)
                 # Every merge has the same gap costs: column_setup reads table t's at row t // 2.
                 gap_rows = np.tile(np.asarray(gaps, dtype=np.int64), (n + 1, 1))
                 info, paths, path_lengths = self._paths(
@@ -207,9 +207,11 @@ class AlignStage(DeviceStage):
                 run_in_pieces(self._slots_cost(w, lengths), piece, self.memory_limit)
         return slot, hit
 
-    def _slots_cost(self, w: int, lengths: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _slots_cost(w: int, lengths: np.ndarray) -> np.ndarray:
         """Device bytes profile_slots plans for each merge: its sequence's table, column terms and
-        slots, boundary rows, directions and path (the profile's share counted with each merge)."""
+        slots, boundary rows, directions and path (the profile's table and terms, once a piece,
+        are left to run_in_pieces' retry where they do not fit)."""
         wa = np.full(len(lengths), w, dtype=np.int64)
         return (lengths * (ALIGN_BYTES_PER_COLUMN + 112 + 9) + _boundary_bytes(wa, lengths)
                 + (wa + 8) * (lengths + 8) + wa + 64)
