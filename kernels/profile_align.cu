@@ -1085,104 +1085,16 @@ __device__ __forceinline__ void gap_counts(const int* c, long long w, long long 
     }
 }
 
-// One block (BP_THREADS) per merge: cpu/align.build_parent with one thread per path step.
-// A step's P1/P2 columns (i, j) are block prefix sums of the steps before it. Column i of
-// P1 is re-typed (shift of GO into GE, TGO into TGE) only right after a gap run in P1,
-// which started at that same i (the walk resets the shifts at every other step); the
-// same holds for P2.
 #define BP_THREADS 256
-extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
-    const long long* __restrict__ info, const int* __restrict__ counts,
-    const unsigned char* __restrict__ paths, const long long* __restrict__ lengths,
-    const long long* __restrict__ parent_off, int* maps, int* parents) {
-    __shared__ int warp_sum[BP_THREADS / 32];
-    __shared__ long long base[2];
-    const long long q = blockIdx.x;
-    const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
-    const long long* in = info + q * N_INFO;
-    const long long w1 = in[I_W1], n1 = in[I_N1], w2 = in[I_W2], n2 = in[I_N2];
-    const long long off1 = in[I_OFF1], off2 = in[I_OFF2];
-    const int* c1 = counts + off1 * NCNT;
-    const int* c2 = counts + off2 * NCNT;
-    const unsigned char* path = paths + in[I_PATH];
-    const bool want = parents != nullptr;  // null: the maps only (msa add)
-    int* out = want ? parents + parent_off[q] * NCNT : nullptr;
-    const long long length = lengths[q];
-    if (t == 0) { base[0] = 0; base[1] = 0; }
-    __syncthreads();
-    for (long long p0 = 0; p0 < length; p0 += BP_THREADS) {
-        const long long p = p0 + t;
-        const bool on = p < length;
-        const int state = on ? path[length - 1 - p] : S_D;
-        const int prev = (on && p > 0) ? path[length - p] : S_D;
-        // Steps that consume a column of P1 (D, V) count in the low half, of P2 (D, H) in the high.
-        const int own = on ? (int)(state != S_H) | ((int)(state != S_V) << 16) : 0;
-        int x = own;
-        for (int d = 1; d < 32; d <<= 1) {
-            const int y = __shfl_up_sync(0xffffffffu, x, d);
-            if (lane >= d) x += y;
-        }
-        if (lane == 31) warp_sum[wid] = x;
-        __syncthreads();
-        int before = x - own;
-        for (int w = 0; w < wid; ++w) before += warp_sum[w];
-        const long long i = base[0] + (before & 0xFFFF), j = base[1] + (before >> 16);
-        if (on && !want) {
-            if (state != S_H) maps[off1 + i] = (int)p;
-            if (state != S_V) maps[off2 + j] = (int)p;
-        } else if (on) {
-            long long v[NCNT];
-            if (state == S_D) {
-                const long long s1 = prev == S_H && i > 0 ? c1[i * NCNT + C_GO] : 0;
-                const long long ts1 = prev == S_H ? c1[i * NCNT + C_TGO] : 0;
-                const long long s2 = prev == S_V && j > 0 ? c2[j * NCNT + C_GO] : 0;
-                const long long ts2 = prev == S_V ? c2[j * NCNT + C_TGO] : 0;
-                for (int f = 0; f < NCNT; ++f)
-                    v[f] = column_field(c1 + i * NCNT, f, s1, ts1) + column_field(c2 + j * NCNT, f, s2, ts2);
-                maps[off1 + i] = (int)p;
-                maps[off2 + j] = (int)p;
-            } else {
-                const bool h = state == S_H;
-                const int* ck = h ? c2 : c1;           // the profile whose column is kept
-                const long long ik = h ? j : i;
-                const bool shifted = prev == (h ? S_V : S_H);
-                const long long sk = shifted && ik > 0 ? ck[ik * NCNT + C_GO] : 0;
-                const long long tsk = shifted ? ck[ik * NCNT + C_TGO] : 0;
-                long long o, e, to, te;
-                if (h) gap_counts(c1, w1, n1, i, prev == S_H, o, e, to, te);
-                else gap_counts(c2, w2, n2, j, prev == S_V, o, e, to, te);
-                for (int f = 0; f < NCNT; ++f) v[f] = column_field(ck + ik * NCNT, f, sk, tsk);
-                v[C_GO] += o; v[C_GE] += e; v[C_TGO] += to; v[C_TGE] += te;
-                maps[(h ? off2 : off1) + ik] = (int)p;
-            }
-            for (int f = 0; f < NCNT; ++f) out[p * NCNT + f] = (int)v[f];
-        }
-        __syncthreads();  // every thread has read base and warp_sum
-        if (t == BP_THREADS - 1) { base[0] = i + (own & 0xFFFF); base[1] = j + (own >> 16); }
-        __syncthreads();
-    }
-}
-
-// msa add's reading of its merges (the CPU reads the same from the maps: CpuBackend.residue_slots).
-// Merge q aligned the profile (table columns 0 .. w - 1, shared by every merge) with one
-// sequence (the side at columns >= w; P2 only where the profile is one sequence too). One block
-// (BP_THREADS) per merge walks its path with block scans, as build_parent: a step that takes a
-// residue of the sequence gives it slot = the profile columns taken by the steps before it
-// (those whose parent columns are left of the residue's) and hit = the step is D (a profile
-// column shares the residue's parent column). Residue r of the piece is table column base + r.
-extern "C" __global__ void __launch_bounds__(BP_THREADS) sequence_slots(
-    const long long* __restrict__ info, const unsigned char* __restrict__ paths,
-    const long long* __restrict__ lengths, long long w, long long base, long long* __restrict__ slot,
-    unsigned char* __restrict__ hit) {
+// A merge's path walked forward by a block of BP_THREADS threads, a step a thread: block prefix
+// sums give step p its (i, j), the columns of P1 (taken by D and V) and of P2 (D and H) that
+// the steps before it took; step(p, state, i, j) runs for every step. build_parent and
+// sequence_slots walk their paths so.
+template <typename Step>
+__device__ __forceinline__ void walk_path(const unsigned char* path, long long length, Step step) {
     __shared__ int warp_sum[BP_THREADS / 32];
     __shared__ long long taken[2];
-    const long long q = blockIdx.x;
     const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
-    const long long* in = info + q * N_INFO;
-    const bool seq1 = in[I_OFF1] >= w;  // the sequence is P1
-    const long long first = (seq1 ? in[I_OFF1] : in[I_OFF2]) - base;
-    const unsigned char* path = paths + in[I_PATH];
-    const long long length = lengths[q];
     if (t == 0) { taken[0] = 0; taken[1] = 0; }
     __syncthreads();
     for (long long p0 = 0; p0 < length; p0 += BP_THREADS) {
@@ -1199,15 +1111,88 @@ extern "C" __global__ void __launch_bounds__(BP_THREADS) sequence_slots(
         if (lane == 31) warp_sum[wid] = x;
         __syncthreads();
         int before = x - own;
-        for (int v = 0; v < wid; ++v) before += warp_sum[v];
+        for (int w = 0; w < wid; ++w) before += warp_sum[w];
         const long long i = taken[0] + (before & 0xFFFF), j = taken[1] + (before >> 16);
-        if (on && (seq1 ? state != S_H : state != S_V)) {
-            const long long r = first + (seq1 ? i : j);
-            slot[r] = seq1 ? j : i;
-            hit[r] = state == S_D;
-        }
+        if (on) step(p, state, i, j);
         __syncthreads();  // every thread has read taken and warp_sum
         if (t == BP_THREADS - 1) { taken[0] = i + (own & 0xFFFF); taken[1] = j + (own >> 16); }
         __syncthreads();
     }
+}
+
+// One block (BP_THREADS) per merge: cpu/align.build_parent with one thread per path step.
+// A step's P1/P2 columns (i, j) are block prefix sums of the steps before it. Column i of
+// P1 is re-typed (shift of GO into GE, TGO into TGE) only right after a gap run in P1,
+// which started at that same i (the walk resets the shifts at every other step); the
+// same holds for P2.
+extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
+    const long long* __restrict__ info, const int* __restrict__ counts,
+    const unsigned char* __restrict__ paths, const long long* __restrict__ lengths,
+    const long long* __restrict__ parent_off, int* maps, int* parents) {
+    const long long q = blockIdx.x;
+    const long long* in = info + q * N_INFO;
+    const long long w1 = in[I_W1], n1 = in[I_N1], w2 = in[I_W2], n2 = in[I_N2];
+    const long long off1 = in[I_OFF1], off2 = in[I_OFF2];
+    const int* c1 = counts + off1 * NCNT;
+    const int* c2 = counts + off2 * NCNT;
+    const unsigned char* path = paths + in[I_PATH];
+    const bool want = parents != nullptr;  // null: the maps only
+    int* out = want ? parents + parent_off[q] * NCNT : nullptr;
+    const long long length = lengths[q];
+    walk_path(path, length, [&](long long p, int state, long long i, long long j) {
+        if (!want) {
+            if (state != S_H) maps[off1 + i] = (int)p;
+            if (state != S_V) maps[off2 + j] = (int)p;
+            return;
+        }
+        const int prev = p > 0 ? path[length - p] : S_D;
+        long long v[NCNT];
+        if (state == S_D) {
+            const long long s1 = prev == S_H && i > 0 ? c1[i * NCNT + C_GO] : 0;
+            const long long ts1 = prev == S_H ? c1[i * NCNT + C_TGO] : 0;
+            const long long s2 = prev == S_V && j > 0 ? c2[j * NCNT + C_GO] : 0;
+            const long long ts2 = prev == S_V ? c2[j * NCNT + C_TGO] : 0;
+            for (int f = 0; f < NCNT; ++f)
+                v[f] = column_field(c1 + i * NCNT, f, s1, ts1) + column_field(c2 + j * NCNT, f, s2, ts2);
+            maps[off1 + i] = (int)p;
+            maps[off2 + j] = (int)p;
+        } else {
+            const bool h = state == S_H;
+            const int* ck = h ? c2 : c1;           // the profile whose column is kept
+            const long long ik = h ? j : i;
+            const bool shifted = prev == (h ? S_V : S_H);
+            const long long sk = shifted && ik > 0 ? ck[ik * NCNT + C_GO] : 0;
+            const long long tsk = shifted ? ck[ik * NCNT + C_TGO] : 0;
+            long long o, e, to, te;
+            if (h) gap_counts(c1, w1, n1, i, prev == S_H, o, e, to, te);
+            else gap_counts(c2, w2, n2, j, prev == S_V, o, e, to, te);
+            for (int f = 0; f < NCNT; ++f) v[f] = column_field(ck + ik * NCNT, f, sk, tsk);
+            v[C_GO] += o; v[C_GE] += e; v[C_TGO] += to; v[C_TGE] += te;
+            maps[(h ? off2 : off1) + ik] = (int)p;
+        }
+        for (int f = 0; f < NCNT; ++f) out[p * NCNT + f] = (int)v[f];
+    });
+}
+
+// msa add's reading of its merges (the CPU reads the same from the maps: CpuBackend.residue_slots).
+// Merge q aligned the profile (table columns 0 .. w - 1, shared by every merge) with one
+// sequence (the side at columns >= w; P2 only where the profile is one sequence too). One block
+// (BP_THREADS) per merge walks its path (walk_path, as build_parent): a step that takes a
+// residue of the sequence gives it slot = the profile columns taken by the steps before it
+// (those whose parent columns are left of the residue's) and hit = the step is D (a profile
+// column shares the residue's parent column). Residue r of the piece is table column base + r.
+extern "C" __global__ void __launch_bounds__(BP_THREADS) sequence_slots(
+    const long long* __restrict__ info, const unsigned char* __restrict__ paths,
+    const long long* __restrict__ lengths, long long w, long long base, long long* __restrict__ slot,
+    unsigned char* __restrict__ hit) {
+    const long long* in = info + blockIdx.x * N_INFO;
+    const bool seq1 = in[I_OFF1] >= w;  // the sequence is P1
+    const long long first = (seq1 ? in[I_OFF1] : in[I_OFF2]) - base;
+    walk_path(paths + in[I_PATH], lengths[blockIdx.x], [&](long long p, int state, long long i, long long j) {
+        if (seq1 ? state != S_H : state != S_V) {
+            const long long r = first + (seq1 ? i : j);
+            slot[r] = seq1 ? j : i;
+            hit[r] = state == S_D;
+        }
+    });
 }
