@@ -3,77 +3,121 @@
     python benchmarks/plot.py bench-out/*.json -o bench-out/
 
 Reads the files ``common.write_json`` writes (``meta``, ``summary``, ``runs``):
-a file whose ``meta.params.n`` is set comes from ``simulated.py`` (one point
-per run: sequences against wall time, a line per tool); any other (``balifam.py``,
-``semisynthetic.sh``) is a set, drawn as its tools' mean SP and TC
-(``summary``). Writes ``time.png``/``time.svg`` and ``accuracy.png``/``accuracy.svg``
-into the output folder (a plot without data is left out); needs matplotlib
-(the ``bench`` extra).
+a file whose ``meta.params.n`` is set comes from ``simulated.py`` (sequences
+against wall time, a line per tool through the median of its finished runs at
+each size; a size where a tool only timed out is an open triangle at the time
+it was stopped, a lower bound); any other (``balifam.py``, ``semisynthetic.sh``)
+is a set, named by the folder in ``meta.sets``, drawn as each tool's mean SP and
+TC over the cases every tool finished (``common.summarize``). Files of one set
+are merged, so its tools can come from separate runs; a tool already seen on a
+set from another file is kept apart as ``tool (file)``. Writes ``time.png``/
+``time.svg`` and ``accuracy.png``/``accuracy.svg`` into the output folder (a
+plot without data is left out); needs matplotlib (the ``bench`` extra).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+from common import Run, summarize
 
-def load(paths: list[Path]) -> tuple[dict[str, list[tuple[int, float]]], dict[str, dict[str, tuple[float, float]]]]:
-    """``(times, accuracy)``: per tool the (sequences, wall s) of simulated runs; per set, per tool (SP, TC)."""
-    times: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    accuracy: dict[str, dict[str, tuple[float, float]]] = {}
+#: Per tool, per family size: the wall times of finished runs and of runs stopped by the timeout.
+Times = dict[str, dict[int, tuple[list[float], list[float]]]]
+#: Per set: per tool (mean SP, mean TC), and the number of cases the means are over.
+Accuracy = dict[str, tuple[dict[str, tuple[float, float]], int]]
+
+
+def load(paths: list[Path]) -> tuple[Times, Accuracy]:
+    """``(times, accuracy)`` from the harness's JSON files."""
+    times: Times = defaultdict(lambda: defaultdict(lambda: ([], [])))
+    runs_of: dict[str, list[Run]] = defaultdict(list)
+    summary_only: Accuracy = {}
+    owner: dict[tuple[str, str], str] = {}
     for path in paths:
         data = json.loads(path.read_text())
-        n = (data.get("meta", {}).get("params") or {}).get("n")
+        meta = data.get("meta", {})
+        n = (meta.get("params") or {}).get("n")
         if n is not None:
             for run in data.get("runs", []):
-                if run.get("error") is None and run.get("wall_s") is not None:
-                    times[run["tool"]].append((int(n), float(run["wall_s"])))
-        else:
-            scores = {
-                tool: (float(s["sp"]), float(s["tc"]))
-                for tool, s in data.get("summary", {}).items()
-                if s.get("cases") and s.get("sp") is not None
-            }
+                error, wall = run.get("error"), run.get("wall_s")
+                if wall is None or (error is not None and "timed out" not in error):
+                    continue
+                times[run["tool"]][int(n)][error is not None].append(float(wall))
+            continue
+        name = Path(meta["sets"]).name if meta.get("sets") else path.stem
+        if not data.get("runs"):
+            scores = {tool: (float(s["sp"]), float(s["tc"])) for tool, s in data.get("summary", {}).items()
+                      if s.get("cases") and s.get("sp") is not None}
             if scores:
-                accuracy[path.stem] = scores
-    return {t: sorted(v) for t, v in times.items()}, accuracy
+                summary_only[name] = (scores, max(int(s["cases"]) for s in data["summary"].values()))
+            continue
+        for run in data["runs"]:
+            tool = run["tool"]
+            if owner.setdefault((name, tool), path.stem) != path.stem:
+                tool = f"{tool} ({path.stem})"
+            runs_of[name].append(Run(**{**run, "tool": tool}))
+    accuracy: Accuracy = dict(summary_only)
+    for name, runs in runs_of.items():
+        tools = list(dict.fromkeys(r.tool for r in runs))
+        summary = summarize(runs, tools)
+        scores = {t: (s["sp"], s["tc"]) for t, s in summary.items() if s["cases"]}
+        if scores:
+            accuracy[name] = (scores, max(s["cases"] for s in summary.values()))
+    return {t: dict(v) for t, v in times.items()}, accuracy
 
 
-def plot_time(times: dict[str, list[tuple[int, float]]], out: Path, plt) -> list[Path]:
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for tool in sorted(times):
-        xs, ys = zip(*times[tool])
-        ax.plot(xs, ys, marker="o", label=tool)
+def plot_time(times: Times, colors: dict[str, str], out: Path, plt) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
+    stopped = False
+    tools = sorted(times)
+    for k, tool in enumerate(tools):
+        color = colors[tool]
+        done = sorted((n, statistics.median(f)) for n, (f, _) in times[tool].items() if f)
+        if done:
+            ax.plot(*zip(*done), marker="o", color=color, label=tool)
+        # Nudged sideways by tool, so that tools stopped at the same timeout stay apart.
+        nudge = 1.06 ** (k - (len(tools) - 1) / 2)
+        cut = sorted((n * nudge, max(s)) for n, (f, s) in times[tool].items() if s and not f)
+        if cut:
+            ax.plot(*zip(*cut), linestyle="none", marker="^", markersize=9, markerfacecolor="none",
+                    color=color, label=None if done else tool)
+            stopped = True
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("sequences")
     ax.set_ylabel("wall time (s)")
     ax.set_title("Time against family size (simulated families)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    if stopped:
+        ax.plot([], [], linestyle="none", marker="^", markerfacecolor="none", color="gray",
+                label="stopped at the timeout (at least)")
+    ax.legend(fontsize="small")
     return _save(fig, out / "time", plt)
 
 
-def plot_accuracy(accuracy: dict[str, dict[str, tuple[float, float]]], out: Path, plt) -> list[Path]:
+def plot_accuracy(accuracy: Accuracy, colors: dict[str, str], out: Path, plt) -> list[Path]:
     sets = sorted(accuracy)
-    tools = sorted({t for s in sets for t in accuracy[s]})
+    tools = sorted({t for s in sets for t in accuracy[s][0]})
     fig, axes = plt.subplots(1, 2, figsize=(max(6, 2.5 + 1.6 * len(sets)) * 1.6, 4.5), sharey=True)
     width = 0.8 / max(1, len(tools))
     for k, (ax, what) in enumerate(zip(axes, ("SP (Q)", "TC"))):
         for i, tool in enumerate(tools):
-            xs = [j + (i - (len(tools) - 1) / 2) * width for j, s in enumerate(sets) if tool in accuracy[s]]
-            ys = [accuracy[s][tool][k] for s in sets if tool in accuracy[s]]
-            ax.bar(xs, ys, width, label=tool)
+            xs = [j + (i - (len(tools) - 1) / 2) * width for j, s in enumerate(sets) if tool in accuracy[s][0]]
+            ys = [accuracy[s][0][tool][k] for s in sets if tool in accuracy[s][0]]
+            bars = ax.bar(xs, ys, width, label=tool, color=colors[tool])
+            ax.bar_label(bars, fmt="%.3f", fontsize=6, rotation=90, padding=2)
         ax.set_xticks(range(len(sets)))
-        ax.set_xticklabels(sets, rotation=20, ha="right")
-        ax.set_ylim(0, 1)
+        ax.set_xticklabels([f"{s}\n({accuracy[s][1]} sets)" for s in sets])
+        ax.set_ylim(0, 1.1)
         ax.set_title(f"mean {what} per set")
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("accuracy against the reference")
-    axes[1].legend()
     fig.tight_layout()
+    axes[1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return _save(fig, out / "accuracy", plt)
 
 
@@ -102,15 +146,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         times, accuracy = load(a.json)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"plot.py: error: {exc}", file=sys.stderr)
         return 1
     a.out.mkdir(parents=True, exist_ok=True)
+    # One colour per tool across both plots.
+    tools = sorted(set(times) | {t for scores, _ in accuracy.values() for t in scores})
+    colors = {tool: f"C{i % 10}" for i, tool in enumerate(tools)}
     written: list[Path] = []
     if times:
-        written += plot_time(times, a.out, plt)
+        written += plot_time(times, colors, a.out, plt)
     if accuracy:
-        written += plot_accuracy(accuracy, a.out, plt)
+        written += plot_accuracy(accuracy, colors, a.out, plt)
     if not written:
         print("plot.py: error: no finished runs in these files", file=sys.stderr)
         return 1

@@ -40,3 +40,36 @@ def test_plot_with_no_finished_runs_is_an_error(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "plot.py"), str(tmp_path / "x.json"),
                              "-o", str(tmp_path)], capture_output=True)
     assert result.returncode == 1 and b"no finished runs" in result.stderr
+
+
+def _run(tool: str, case: str, sp: float | None, wall: float, error: str | None = None) -> dict:
+    return {"tool": tool, "case": case, "sp": sp, "tc": None if sp is None else sp / 2, "wall_s": wall,
+            "peak_rss_mb": 1.0, "error": error}
+
+
+def test_load_merges_a_set_over_files_and_keeps_timeouts_as_lower_bounds(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    from plot import load
+
+    # Two runs on one BaliFam folder with different tools: one set, means over the cases both
+    # finished (mafft timed out on b, so b is left out of every tool's mean).
+    _write(tmp_path / "balifam1000.json", {"sets": "/x/balifam1000"},
+           [_run("msa-gpu", "a", 0.8, 1.0), _run("msa-gpu", "b", 0.4, 1.0)], {})
+    _write(tmp_path / "balifam1000-mafft.json", {"sets": "/y/balifam1000"},
+           [_run("mafft", "a", 0.6, 5.0), _run("mafft", "b", None, 9.0, "mafft timed out after 9 s")], {})
+    # The same tool on the same set from a third file is kept apart, named by its file.
+    _write(tmp_path / "other.json", {"sets": "/z/balifam1000"}, [_run("msa-gpu", "a", 0.7, 1.0)], {})
+    # Simulated sizes: a median over seeds; a size where famsa only timed out is a lower bound;
+    # a run that failed otherwise is left out.
+    for seed, wall in ((1, 2.0), (2, 4.0), (3, 3.0)):
+        _write(tmp_path / f"sim{seed}.json", {"params": {"n": 1000}},
+               [_run("msa-gpu", "s", 0.9, wall), _run("famsa", "s", None, 60.0, "famsa timed out after 60 s"),
+                _run("mafft", "s", None, 1.0, "mafft exited 1: boom")], {})
+    times, accuracy = load(sorted(tmp_path.glob("*.json")))
+    scores, cases = accuracy["balifam1000"]
+    assert cases == 1
+    assert scores["msa-gpu"] == (0.8, 0.4) and scores["mafft"] == (0.6, 0.3)
+    assert scores["msa-gpu (other)"] == (0.7, 0.35)
+    assert sorted(times["msa-gpu"][1000][0]) == [2.0, 3.0, 4.0] and times["msa-gpu"][1000][1] == []
+    assert times["famsa"][1000] == ([], [60.0, 60.0, 60.0])
+    assert "mafft" not in times
