@@ -103,10 +103,12 @@ def plot_accuracy(accuracy: Accuracy, colors: dict[str, str], out: Path, plt) ->
     sets = sorted(accuracy)
     tools = sorted({t for s in sets for t in accuracy[s][0]})
     fig, axes = plt.subplots(1, 2, figsize=(max(6, 2.5 + 1.6 * len(sets)) * 1.6, 4.5), sharey=True)
-    width = 0.8 / max(1, len(tools))
+    # Each set's bars are its own tools only, side by side around the set's tick.
+    present = [[t for t in tools if t in accuracy[s][0]] for s in sets]
+    width = 0.8 / max(1, max(len(p) for p in present))
     for k, (ax, what) in enumerate(zip(axes, ("SP (Q)", "TC"))):
-        for i, tool in enumerate(tools):
-            xs = [j + (i - (len(tools) - 1) / 2) * width for j, s in enumerate(sets) if tool in accuracy[s][0]]
+        for tool in tools:
+            xs = [j + (p.index(tool) - (len(p) - 1) / 2) * width for j, p in enumerate(present) if tool in p]
             ys = [accuracy[s][0][tool][k] for s in sets if tool in accuracy[s][0]]
             bars = ax.bar(xs, ys, width, label=tool, color=colors[tool])
             ax.bar_label(bars, fmt="%.3f", fontsize=6, rotation=90, padding=2)
