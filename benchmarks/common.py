@@ -36,6 +36,8 @@ DEFAULT_COMMANDS = {
 TOOLS = tuple(DEFAULT_COMMANDS)
 #: Seconds before a run is stopped and reported as timed out (``--timeout``).
 TIMEOUT_S: float | None = None
+#: The error of a run stopped at TIMEOUT_S (after the tool's name), by which plot.py knows one.
+TIMED_OUT = "timed out after"
 
 
 @dataclass
@@ -70,7 +72,7 @@ def run_tool(tool: str, command: str, inp: Path, out: Path, threads: int) -> tup
         try:
             proc = subprocess.run(args, stdout=sink, stderr=log, env=env, check=False, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            return time.perf_counter() - start, float("nan"), f"{tool} timed out after {TIMEOUT_S:.0f} s"
+            return time.perf_counter() - start, float("nan"), f"{tool} {TIMED_OUT} {TIMEOUT_S:.0f} s"
         wall = time.perf_counter() - start
     error = None
     rss_lines = rss_file.read_text().split() if rss_file.exists() else []

@@ -20,7 +20,8 @@ for seed in 1 2 3 4; do
 done
 rm -rf "$work/one" "$work/multi"
 now() { date +%s.%N; }
-# Untimed: the first run on a machine fills the kernel caches that both timed runs then load.
+# Untimed, as benchmarks/common.py's warm_up: the first run on a machine fills the kernel caches
+# that both timed runs then load.
 python3 datasets/simulate.py -n 6000 --length 120 --seed 0 --out "$work/warm.fa"
 python3 -m msa align "$work/warm.fa" -o /dev/null --device "$device" -q
 

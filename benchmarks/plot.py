@@ -23,7 +23,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from common import Run, summarize
+from common import TIMED_OUT, Run, summarize
 
 #: Per tool, per family size: the wall times of finished runs and of runs stopped by the timeout.
 Times = dict[str, dict[int, tuple[list[float], list[float]]]]
@@ -44,7 +44,7 @@ def load(paths: list[Path]) -> tuple[Times, Accuracy]:
         if n is not None:
             for run in data.get("runs", []):
                 error, wall = run.get("error"), run.get("wall_s")
-                if wall is None or (error is not None and "timed out" not in error):
+                if wall is None or (error is not None and TIMED_OUT not in error):
                     continue
                 times[run["tool"]][int(n)][error is not None].append(float(wall))
             continue
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         import matplotlib
 
         matplotlib.use("Agg")
+        matplotlib.rcParams["svg.hashsalt"] = "msa"  # the SVGs' ids, like their date, fixed: same data, same bytes
         import matplotlib.pyplot as plt
     except ImportError:
         print("plot.py: error: matplotlib is not installed (pip install '.[bench]')", file=sys.stderr)
