@@ -2,7 +2,7 @@
 
 ``pip install .`` builds the wheel on the machine it installs on, so the
 compiled code matches its CPU, Numba and Python, and the first ``msa align``
-loads it instead of compiling (see msa/jit.py and msa/_precompile.py). An
+loads it instead of compiling (see msa/_runtime/jit.py and msa/_runtime/precompile.py). An
 editable install gets nothing here: it compiles on first use, as before.
 ``HATCH_BUILD_NO_HOOKS=true`` builds a plain pure-Python wheel without it.
 """
@@ -35,7 +35,7 @@ class PrecompileHook(BuildHookInterface):
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         self.app.display_info("msa: compiling the Numba functions into the wheel (msa/_jitcache) ...")
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "msa._precompile", str(folder)], cwd=self._tmp, env=env, check=True)
+        subprocess.run([sys.executable, "-m", "msa._runtime.precompile", str(folder)], cwd=self._tmp, env=env, check=True)
         self.app.display_info(f"msa: compiled in {time.perf_counter() - start:.0f} s")
         build_data["force_include"][str(folder)] = "msa/_jitcache"
         # Compiled for this Python and platform (and CPU): not a py3-none-any wheel.

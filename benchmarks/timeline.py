@@ -1,5 +1,5 @@
 """Where a short msa run's wall clock goes, thread by thread: one CLI run with a mark at each
-step of the backend's start (msa.startup's two threads) and at each stage of the main thread.
+step of the backend's start (msa._runtime.startup's two threads) and at each stage of the main thread.
 
     python benchmarks/timeline.py add EXISTING.fa NEW.fa -o OUT.fa
     python benchmarks/timeline.py align datasets/examples/example.fa -o OUT.fa --device cuda
@@ -40,7 +40,7 @@ def _wrap(owner, name: str, before: str, after: str) -> None:
 
 def _instrument() -> None:
     import msa.progress as progress
-    import msa.startup as startup
+    import msa._runtime.startup as startup
 
     _wrap(startup, "start_cuda", "start_cuda begin", "start_cuda end (CuPy imported, context made)")
     _wrap(startup, "_load_numba", "Numba thread begins", "Numba thread ends (first compiled call made)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def main() -> None:
-    from msa.interrupts import process_handlers
+    from msa._runtime.interrupts import process_handlers
 
     process_handlers()
     from msa.cli import main as cli_main

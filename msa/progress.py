@@ -11,7 +11,7 @@ The CLI installs a ``Progress`` for the run; any stage may report through
 Live bars are drawn only when stderr is a terminal; ``--quiet`` silences
 everything, including the one-line notes. A stage's start and end and each
 ``advance`` are checkpoints where a noted SIGINT or SIGTERM stops the run
-(:func:`msa.interrupts.check`).
+(:func:`msa._runtime.interrupts.check`).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from msa.interrupts import check
+from msa._runtime.interrupts import check
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -154,7 +154,7 @@ class Progress:
 
 class NoteRecorder(Progress):
     """A silent reporter that keeps its notes (``notes``), for work done in another process
-    (msa.forked) whose notes the command prints."""
+    (msa._runtime.forked) whose notes the command prints."""
 
     def __init__(self) -> None:
         super().__init__(quiet=True)

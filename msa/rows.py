@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from msa.jit import njit
+from msa._runtime.jit import njit
 from msa.seqdb import SeqDB, _ranges
 
 

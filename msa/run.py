@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Union
 
 from msa.backends import Backend, DeviceMemoryError, get_backend
-from msa.interrupts import entered_whole
+from msa._runtime.interrupts import entered_whole
 from msa.io import FORMAT_SUFFIXES, FORMATS, InputError, open_output, read_fasta, write_alignment
 from msa.params import AlignParams
 from msa.progress import Progress, current

@@ -169,7 +169,7 @@ def get_backend(device: str = "auto", *, quiet: bool = False, memory_cap: int | 
 
 def prepare_backend(device: str, memory_cap: int | None = None) -> tuple[Callable[[], Backend], str | None]:
     """The backend class for ``device``, imported (the constructor does the device work), and
-    for ``auto`` the line that says which one it is (msa.startup makes it on another thread).
+    for ``auto`` the line that says which one it is (msa._runtime.startup makes it on another thread).
     ``memory_cap`` goes to the CUDA backend; on the CPU the line says it is ignored."""
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}; choose {', '.join(DEVICES[:-1])} or {DEVICES[-1]}")
@@ -200,7 +200,7 @@ def start_cuda(device: int = 0) -> None:
     through the driver on a thread of its own (:func:`_retain_primary_context`) while CuPy
     imports: the driver call (0.2-0.3 s on the H100 hosts) releases the GIL, the import
     (0.2-0.5 s) needs it, so the two overlap; CuPy's runtime then finds the primary context
-    made. msa.startup runs this beside the Numba import. Errors are left for
+    made. msa._runtime.startup runs this beside the Numba import. Errors are left for
     :func:`prepare_backend` to report."""
     context = threading.Thread(target=_retain_primary_context, args=(device,), name="msa-cuda-context", daemon=True)
     context.start()

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from msa import interrupts
+from msa._runtime import interrupts
 from msa.cli.app import app
 from msa.cli.common import _errors, _newick_bytes, _optional_output, _output, _output_note
 from msa.cli.options import (
@@ -22,7 +22,7 @@ from msa.io.formats import output_size
 from msa.io.output import check_space
 from msa.params import AlignParams
 from msa.progress import Progress
-from msa.startup import BackendStart, small_input
+from msa._runtime.startup import BackendStart, small_input
 
 
 @app.command()

@@ -15,8 +15,8 @@ from msa.cli.options import (
 from msa.io import read_fasta, write_alignment
 from msa.params import AlignParams
 from msa.progress import Progress
-from msa.forked import ForkedCall
-from msa.startup import BackendStart, input_bytes
+from msa._runtime.forked import ForkedCall
+from msa._runtime.startup import BackendStart, input_bytes
 
 
 @app.command()
@@ -112,7 +112,7 @@ def _read_addition(existing: str, new: str, in_format: str, params: AlignParams)
 
 
 def _reserve(*paths: str) -> int:
-    """Shared memory for what the reading of ``paths`` returns (msa.forked.ForkedCall): a
+    """Shared memory for what the reading of ``paths`` returns (msa._runtime.forked.ForkedCall): a
     residue's byte, code and column (8 bytes) a byte of input at most, and the profile."""
     return 16 * sum(input_bytes(p) for p in paths) + (64 << 20)
 

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from msa import interrupts
+from msa._runtime import interrupts
 from msa.cli.app import app
 from msa.cli.common import _errors, _newick_bytes, _output, _plain
 from msa.cli.options import (
@@ -17,7 +17,7 @@ from msa.cli.options import (
 )
 from msa.io import read_fasta
 from msa.progress import Progress
-from msa.startup import BackendStart
+from msa._runtime.startup import BackendStart
 
 
 @app.command()

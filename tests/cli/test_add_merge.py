@@ -57,7 +57,7 @@ def test_add_keeps_existing_rows(run_msa, tmp_path: Path, keep: bool) -> None:
 
 
 def test_add_reads_the_new_sequences_from_stdin(run_msa, tmp_path: Path) -> None:
-    """The reading runs in a forked child (msa.forked), which reads stdin in the parent's place."""
+    """The reading runs in a forked child (msa._runtime.forked), which reads stdin in the parent's place."""
     _files(tmp_path)
     result = run_msa("add", "A.fa", "-", "-o", "out.fa", "-q", "--device", "cpu", cwd=tmp_path, stdin=NEW)
     assert result.returncode == 0, result.stderr.decode()

@@ -1,4 +1,4 @@
-"""--device auto on a GPU machine: a small input takes the CPU (msa.startup.SMALL_INPUT_BYTES), a
+"""--device auto on a GPU machine: a small input takes the CPU (msa._runtime.startup.SMALL_INPUT_BYTES), a
 larger one the GPU, and either way the bytes are --device cpu's."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
 
 
 def test_auto_takes_the_cpu_for_the_example_and_the_gpu_past_the_size(run_msa, tmp_path: Path) -> None:
-    from msa.startup import SMALL_INPUT_BYTES
+    from msa._runtime.startup import SMALL_INPUT_BYTES
 
     fam = simulate(SimParams(n=1500, length=300, seed=4))
     big = tmp_path / "big.fa"

@@ -1,4 +1,4 @@
-"""msa.forked: a call made in a forked child gives what the call gives here, errors and notes included."""
+"""msa._runtime.forked: a call made in a forked child gives what the call gives here, errors and notes included."""
 from __future__ import annotations
 
 import os
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from msa import forked
-from msa.forked import ForkedCall, forkable
+from msa._runtime import forked
+from msa._runtime.forked import ForkedCall, forkable
 from msa.io import InputError
 from msa.progress import NoteRecorder
 

@@ -50,7 +50,7 @@ def test_no_python_function_is_compiled_twice() -> None:
 
 
 def test_small_inputs_by_size(tmp_path: Path) -> None:
-    from msa.startup import GZIP_RATIO, SMALL_INPUT_BYTES, small_input
+    from msa._runtime.startup import GZIP_RATIO, SMALL_INPUT_BYTES, small_input
 
     small, big, gz = tmp_path / "s.fa", tmp_path / "b.fa", tmp_path / "g.fa.gz"
     small.write_bytes(b">a\nMK\n" * (SMALL_INPUT_BYTES // 6))
@@ -64,7 +64,7 @@ def test_small_inputs_by_size(tmp_path: Path) -> None:
 def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
     """auto + small: the CPU, without trying the GPU; past MST_TREE_MAX['cpu'] sequences the
     two backends' trees could differ, so auto starts as usual."""
-    import msa.startup
+    import msa._runtime.startup
     from msa.backends.cpu import CpuBackend
     from msa.params import MST_TREE_MAX
 
@@ -74,16 +74,16 @@ def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
         asked.append(device)
         return CpuBackend, "msa: using the GPU (cuda backend)" if device == "auto" else None
 
-    monkeypatch.setattr(msa.startup, "prepare_backend", prepare)
-    with msa.startup.BackendStart("auto", small=True) as start:
+    monkeypatch.setattr(msa._runtime.startup, "prepare_backend", prepare)
+    with msa._runtime.startup.BackendStart("auto", small=True) as start:
         start.sequences(MST_TREE_MAX["cpu"])
         assert isinstance(start.backend(quiet=True), CpuBackend)
     assert asked == ["cpu"]
-    with msa.startup.BackendStart("auto", small=True) as start:
+    with msa._runtime.startup.BackendStart("auto", small=True) as start:
         start.sequences(MST_TREE_MAX["cpu"] + 1)
         start.backend(quiet=True)
     assert asked == ["cpu", "cpu", "auto"]
-    with msa.startup.BackendStart("cuda", small=True) as start:  # an explicit device stands
+    with msa._runtime.startup.BackendStart("cuda", small=True) as start:  # an explicit device stands
         start.backend(quiet=True)
     assert asked[-1] == "cuda"
 
@@ -109,7 +109,7 @@ def test_the_cli_start_skips_numbas_blas_and_coverage_probes(tmp_path: Path) -> 
     done = subprocess.run(
         [sys.executable, "-c",
          "import sys\n"
-         "from msa.startup import BLAS_PROBE, COVERAGE_PROBE, BackendStart\n"
+         "from msa._runtime.startup import BLAS_PROBE, COVERAGE_PROBE, BackendStart\n"
          "with BackendStart('cpu') as start:\n"
          "    start.backend(quiet=True)\n"
          "    start._numba.join()\n"
@@ -126,7 +126,7 @@ def test_the_cli_start_skips_numbas_blas_and_coverage_probes(tmp_path: Path) -> 
 
 def test_cached_functions_load_without_numbas_registries() -> None:
     """A function found in a cache is loaded without Numba's typing and lowering registries
-    (msa.jit: 0.3-0.5 s of a run's start), and runs; a second process finds what the first
+    (msa._runtime.jit: 0.3-0.5 s of a run's start), and runs; a second process finds what the first
     cached, whether it loaded or compiled it."""
     code = (
         "import sys, numpy as np\n"
@@ -209,7 +209,7 @@ def test_the_cuda_backend_imports_no_numba() -> None:
         "from unittest import mock\n"
         "sys.modules['cupy'] = mock.MagicMock(name='cupy')\n"
         "import msa.backends.cuda\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba' or m in ('msa.jit', 'msa.pipeline')))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba' or m in ('msa._runtime.jit', 'msa.pipeline')))\n"
     )
     assert out.strip() == "[]"
 
@@ -220,7 +220,7 @@ def test_no_numba_for_a_gpu_add_or_merge(monkeypatch) -> None:
     Numba's thread starts after it; on the CPU, Numba comes first as usual."""
     import threading
 
-    import msa.startup
+    import msa._runtime.startup
     from msa.backends.cpu import CpuBackend
 
     order: list[str] = []
@@ -243,12 +243,12 @@ def test_no_numba_for_a_gpu_add_or_merge(monkeypatch) -> None:
         imported.set()
         block.release()
 
-    monkeypatch.setattr(msa.startup, "prepare_backend", prepare)
-    monkeypatch.setattr(msa.startup, "start_cuda", lambda: None)
-    monkeypatch.setattr(msa.startup, "_load_numba", load_numba)
+    monkeypatch.setattr(msa._runtime.startup, "prepare_backend", prepare)
+    monkeypatch.setattr(msa._runtime.startup, "start_cuda", lambda: None)
+    monkeypatch.setattr(msa._runtime.startup, "_load_numba", load_numba)
     for device, want in (("cuda", ["backend cuda"]), ("auto", ["backend auto", "numba"]),
                          ("cpu", ["numba", "backend cpu"])):
         order.clear()
-        with msa.startup.BackendStart(device, numba_on_gpu=False) as start:
+        with msa._runtime.startup.BackendStart(device, numba_on_gpu=False) as start:
             start.backend(quiet=True)
         assert order == want, device

@@ -16,7 +16,7 @@ from numba import prange
 from msa.backends.cpu import kmers, lcs, sw
 from msa.backends.cpu.align import align_batch
 from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
-from msa.jit import njit
+from msa._runtime.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 from msa.rows import fill_records
@@ -52,7 +52,7 @@ ADD_BATCH_BYTES = 1 << 28
 
 
 def first_compiled_call() -> None:
-    """A run's first compiled call, made early (msa.startup): it starts Numba's runtime and
+    """A run's first compiled call, made early (msa._runtime.startup): it starts Numba's runtime and
     threads, and where the call must compile, loads Numba's typing and lowering registries."""
     _first_compiled(np.zeros(1, dtype=np.int64))
 

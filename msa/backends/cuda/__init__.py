@@ -12,7 +12,7 @@ rows between progressive levels, ``records`` writes FASTA records (msa.rows'
 The stage modules import the host-side Numba functions they call (the CPU's tables and
 layouts) inside the functions that call them, so that importing this package and making the
 backend import no Numba: ``msa add`` and ``msa merge`` on the GPU, whose records are written
-here too, never import it (msa.startup).
+here too, never import it (msa._runtime.startup).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """FASTA records written on the GPU (kernels/records.cu), beside their CPU oracle msa.rows.fill_records.
 
 ``msa add`` and ``msa merge`` on the GPU need Numba for nothing else: with the records
-filled here, their runs never import it (msa.startup), and its import no longer takes the
+filled here, their runs never import it (msa._runtime.startup), and its import no longer takes the
 GIL from the reading and the aligning (benchmarks/NOTES.md, session 13).
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every compiled function of msa is decorated with :func:`njit` from here, with
 ``cache=True`` as with ``numba.njit``. The wheel build (``hatch_build.py``)
-runs :mod:`msa._precompile`, which compiles every function for the types the
+runs :mod:`msa._runtime.precompile`, which compiles every function for the types the
 pipeline calls it with and writes Numba's cache files into the package as
 ``msa/_jitcache/``. At run time each function looks there first; anything not
 found there (another Numba version, another CPU, a type the build did not run)
@@ -37,9 +37,9 @@ from typing import Any, Callable, Iterator
 import numba
 
 #: The package folder, and the compiled code shipped in it by the wheel build.
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]
 SHIPPED = PACKAGE / "_jitcache"
-#: Set by the wheel build only (msa._precompile): compile into this folder, ignoring every
+#: Set by the wheel build only (msa._runtime.precompile): compile into this folder, ignoring every
 #: other cache, so that each function used is compiled and saved there.
 BUILD_ENV = "MSA_JITCACHE_BUILD_DIR"
 
@@ -152,7 +152,7 @@ def _initialize_runtime(rtsys: Any, target_context: Any) -> None:
     """Numba's runtime (NRT) initialised with its LLVM module loaded as machine code where the
     wheel shipped it, instead of compiled by LLVM as Numba does in every process (16 ms on the
     2-core dev machine, 38 ms on the device hosts; benchmarks/NOTES.md, session 12). Building
-    (msa._precompile), the module is compiled with object caching and saved for the wheel.
+    (msa._runtime.precompile), the module is compiled with object caching and saved for the wheel.
     Numba's own way where the runtime is initialised already, its debug build is asked for
     (NUMBA_DEBUG_NRT), nothing is shipped, or Numba's internals changed."""
     try:
@@ -390,7 +390,7 @@ def _cache_class() -> type:
             finally:
                 self._unlock()
 
-        # Building in several processes (msa._precompile), each function is compiled by one:
+        # Building in several processes (msa._runtime.precompile), each function is compiled by one:
         # the others wait on its lock file, then load what it saved. Call graphs have no cycles,
         # so a process holding one function's lock while it compiles a callee cannot deadlock.
         def _lock(self) -> bool:

@@ -1,10 +1,10 @@
 """Compile every Numba function of msa ahead of time, into a folder shipped in the wheel.
 
-``python -m msa._precompile FOLDER`` (run by the wheel build, ``hatch_build.py``)
+``python -m msa._runtime.precompile FOLDER`` (run by the wheel build, ``hatch_build.py``)
 runs small synthetic families through every path of the pipeline on the CPU
 backend, and through the host-side paths of the GPU backend (a CPU backend
 that builds every single-linkage group by Prim, as ``CudaBackend`` does), with
-:data:`msa.jit.BUILD_ENV` set, so that each function is compiled, for every
+:data:`msa._runtime.jit.BUILD_ENV` set, so that each function is compiled, for every
 argument type met, into ``FOLDER`` (the wheel's ``msa/_jitcache``) and into no
 other cache. What gets compiled depends on argument types, not on the data, so
 small families give the entries that any family uses.
@@ -18,7 +18,7 @@ installed ``msa`` compile nothing.
 
 The workloads are shared among ``--jobs`` processes (default: the usable cores,
 at most 4; ``MSA_PRECOMPILE_JOBS`` sets it); each function is compiled by one
-of them while the others wait for it (see ``msa.jit``).
+of them while the others wait for it (see ``msa._runtime.jit``).
 """
 from __future__ import annotations
 
@@ -238,14 +238,14 @@ def default_jobs() -> int:
 
 def precompile(folder: Path, jobs: int | None = None) -> int:
     """Compile into ``folder``; the number of entries (function and argument types) written."""
-    from msa.jit import BUILD_ENV
+    from msa._runtime.jit import BUILD_ENV
 
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     jobs = jobs or default_jobs()
     env = {**os.environ, BUILD_ENV: str(folder)}
     procs = [
-        subprocess.Popen([sys.executable, "-m", "msa._precompile", "--worker", f"{i}/{jobs}", str(folder)], env=env)
+        subprocess.Popen([sys.executable, "-m", "msa._runtime.precompile", "--worker", f"{i}/{jobs}", str(folder)], env=env)
         for i in range(jobs)
     ]
     failed = [p.args for p in procs if p.wait() != 0]
@@ -253,7 +253,7 @@ def precompile(folder: Path, jobs: int | None = None) -> int:
         lock.unlink()
     if failed:
         raise RuntimeError(f"precompiling msa's Numba functions failed: {failed}")
-    if not any(folder.glob("nrt-*.pkl")):  # msa.jit saves Numba's runtime at a build's first load
+    if not any(folder.glob("nrt-*.pkl")):  # msa._runtime.jit saves Numba's runtime at a build's first load
         raise RuntimeError(f"precompiling saved no Numba runtime into {folder}")
     return sum(1 for _ in folder.rglob("*.nbc"))
 
@@ -265,7 +265,7 @@ def main(argv: list[str]) -> int:
         run_worker(index, jobs)
         return 0
     if len(argv) != 1:
-        print("usage: python -m msa._precompile FOLDER", file=sys.stderr)
+        print("usage: python -m msa._runtime.precompile FOLDER", file=sys.stderr)
         return 2
     start = time.perf_counter()
     jobs = default_jobs()
