@@ -173,7 +173,7 @@ def print_table(summary: dict[str, dict[str, float]]) -> None:
 
 
 def write_json(path: Path | None, runs: list[Run], summary: dict, meta: dict) -> None:
-    """Per-case results, the summary and the settings, for NOTES.md and later comparison."""
+    """Per-case results, the summary and the settings, for docs/benchmarks.md and later comparison."""
     if path is not None:
         path.write_text(json.dumps({"meta": meta, "summary": summary, "runs": [asdict(r) for r in runs]},
                                    indent=1))

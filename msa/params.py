@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 #: Default mst_tree_max per backend: FAMSA's exact single-linkage LCS tree up to
 #: this many sequences. On one H100 Prim's MST takes ~0.3 s at 10^4 sequences and
-#: ~5.5 s at 10^5 (benchmarks/NOTES.md). On 2 CPU cores it takes 3-11 s for a real family
+#: ~5.5 s at 10^5 (docs/guide-tree.md). On 2 CPU cores it takes 3-11 s for a real family
 #: of 10^4 (whole alignments of balifam10000-dev in 1.09x FAMSA's time on the same cores)
 #: and ~100 s for 32,768 sequences of ~300 residues, where FAMSA's whole alignment takes
 #: 109 s; PartTree, which takes over past the limit, loses 3 SP and 6 TC points at 10^4.
@@ -64,7 +64,7 @@ PROTEIN_SCHEME = Scheme("PFASUM43", 14.85, 1.25, 0.66)
 NUC_MATCH = 2.0
 NUC_MISMATCH = -1.0
 #: Nucleotide defaults: the NUC scheme and its gap costs, chosen on simulated
-#: DNA families against their true alignments (benchmarks/NOTES.md, "Nucleotides").
+#: DNA families against their true alignments (docs/nucleotides.md).
 NUCLEOTIDE_SCHEME = Scheme("NUC", 3.0, 1.0, 0.6)
 
 
@@ -115,7 +115,7 @@ class AlignParams:
     #: MST_TREE_MAX (the GPU affords far more than the CPU).
     mst_tree_max: int | None = None
     #: Distance of the exact trees: FAMSA's indel075_div_lcs (more accurate on
-    #: BaliFam, see benchmarks/NOTES.md), MAFFT's 6-mer distance, or ``sw``:
+    #: BaliFam, see docs/guide-tree.md), MAFFT's 6-mer distance, or ``sw``:
     #: 1 - S(a,b) / min(S(a,a), S(b,b)) with S the Smith-Waterman (local, affine)
     #: score under ``matrix`` and the unrescaled gap costs (msa.backends.cpu.sw;
     #: MAFFT's DPPartTree distance with a local score). PartTree's splits take

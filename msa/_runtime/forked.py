@@ -2,7 +2,7 @@
 
 A short GPU run of ``msa add`` or ``msa merge`` spends its start importing CuPy (0.2-0.3 s of
 Python) while it reads and profiles its inputs (0.25 s of NumPy and Python): on threads the
-two share one GIL and take as long as in sequence (benchmarks/NOTES.md, sessions 9 and 13).
+two share one GIL and take as long as in sequence (docs/start-up.md, sessions 9 and 13).
 In a child made by ``fork`` the reading has an interpreter of its own. Its result comes back
 through shared memory: the child pickles it with protocol 5, its arrays' bytes go out of band
 into an anonymous shared mapping reserved before the fork, and the parent unpickles them as

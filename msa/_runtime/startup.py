@@ -16,7 +16,7 @@ from msa.params import MST_TREE_MAX
 #: GZIP_RATIO) aligns on the CPU even where a GPU is present: for a family this small,
 #: importing CuPy and making the CUDA context cost more than the whole alignment (H100
 #: machine, 16 host cores: the 200-sequence example takes 1.5 s on the CPU and 2.1 s on the
-#: GPU warm, 1.7 s and 6.4 s on a first run; benchmarks/NOTES.md). Both backends give the
+#: GPU warm, 1.7 s and 6.4 s on a first run; docs/start-up.md). Both backends give the
 #: same alignment up to MST_TREE_MAX["cpu"] sequences, so past that the GPU is started after all.
 SMALL_INPUT_BYTES = 1 << 18
 #: What a gzipped FASTA file's size is multiplied by for SMALL_INPUT_BYTES (protein FASTA

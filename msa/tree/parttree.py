@@ -13,7 +13,7 @@ the clusters are joined by single linkage over cluster-to-cluster links
 (``params.pick_tree="link"``: the nearest member of one cluster to the other's
 pick) instead of MAFFT's mixed linkage over the picks. On a simulated 10,000
 family this lifts SP from 0.870 to 0.906 and TC from 0.340 to 0.657 (see
-benchmarks/NOTES.md); ``parttree_distance="kmer", pick_tree="mafft"`` is MAFFT's
+docs/guide-tree.md); ``parttree_distance="kmer", pick_tree="mafft"`` is MAFFT's
 PartTree. Groups past ``exact_tree_max`` but within ``mst_tree_max`` get an exact
 single-linkage subtree from Prim's MST without a distance matrix.
 
@@ -21,7 +21,7 @@ By default (``params.parttree_split="sample"``) a node is not split by picks
 at all: a random sample of ``split_sample`` members gets an exact single-linkage
 tree, which is cut into clusters (:mod:`msa.tree.sample_split`); on the 10,000
 family this reaches the exact tree's accuracy (SP 0.933, TC 0.860; see
-benchmarks/NOTES.md) at members x sample LCS pairs per level. The picks path
+docs/guide-tree.md) at members x sample LCS pairs per level. The picks path
 above is ``parttree_split="picks"``.
 
 Deviations from MAFFT, all deliberate:

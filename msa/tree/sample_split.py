@@ -1,7 +1,7 @@
 """PartTree's sampled single-linkage split: Numba kernels for the sample and the cut.
 
 Picking ~50 references and sending every member to its nearest one draws the
-cluster boundaries where single linkage does not (benchmarks/NOTES.md). This
+cluster boundaries where single linkage does not (docs/guide-tree.md). This
 split instead takes a larger random sample of each node (``split_sample``
 members), builds its exact single-linkage tree, weighs every sample leaf by
 the members whose nearest sample member it is, and cuts the tree top-down

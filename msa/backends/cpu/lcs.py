@@ -20,7 +20,7 @@ the full-matrix path:
 Every one of them runs :func:`_lcs_lanes`: ``LANES`` sequences, packed in blocks of similar
 lengths (:func:`_pack_lanes`), against one other sequence at once. The lanes' carry chains
 are independent, so the compiler vectorizes across them: about 4x the pairs per second of
-one pair at a time (benchmarks/NOTES.md). LCS is symmetric, so which sequence of a pair holds
+one pair at a time (docs/guide-tree.md). LCS is symmetric, so which sequence of a pair holds
 the bit-vectors does not change a distance.
 
 These are the CPU oracles of ``kernels/lcs_distance.cu``.
@@ -138,7 +138,7 @@ def _lcs_lanes(
     carry out of each 64-bit add is the full adder's majority of its top bits, computed without
     a compare so that the lanes vectorize. ``masks`` is the block's own view
     (``masks[base[b]:]``): an index the compiler can prove non-negative needs no wraparound
-    check, and only then are the mask loads contiguous vector loads (1.7x, benchmarks/NOTES.md)."""
+    check, and only then are the mask loads contiguous vector loads (1.7x, docs/guide-tree.md)."""
     ones = np.uint64(0xFFFFFFFFFFFFFFFF)
     top = np.uint64(63)
     stride = words * LANES

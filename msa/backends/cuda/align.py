@@ -17,7 +17,7 @@ from msa.backends.cuda.memory import DeviceStage, piece_budget, piece_cuts, run_
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 
 #: dp_fill block shapes, one column of P2 per thread (dp_fill<K> with K = 1; K = 8 measured
-#: slower, benchmarks/NOTES.md): at most DP_THREADS threads for batches with at least as many
+#: slower, docs/progressive.md): at most DP_THREADS threads for batches with at least as many
 #: merges as SMs, DP_FEW_THREADS for fewer (the long merges of deep trees and the root).
 #: 128 rather than 256: a chunk of P2 costs W1 + threads - 1 wavefront steps, so narrower
 #: chunks waste fewer thread-steps where a level has merges enough to fill the GPU (H100,
@@ -31,11 +31,11 @@ DP_ALLOWED_THREADS = {1: 512}
 #: False keeps them on dp_fill (one block per merge; tests compare the two).
 DP_PIPELINE = True
 #: dp_pipe block size (columns per chunk): fewer threads per block make a wavefront step
-#: cheaper, more chunks spread a merge over more SMs (benchmarks/NOTES.md).
+#: cheaper, more chunks spread a merge over more SMs (docs/progressive.md).
 DP_PIPE_THREADS = 128
 #: Pipelined batches run dp_scan (a chunk takes a row at a time, the horizontal gap state by a
 #: block scan: ~min(W1, W2) row steps) rather than dp_pipe (a wavefront, ~W1 + W2 steps);
-#: False measures dp_pipe (benchmarks/NOTES.md). Tests run both.
+#: False measures dp_pipe (docs/progressive.md). Tests run both.
 DP_SCAN = True
 #: Batches of at least as many merges as SMs whose merges all have a one-sequence side (P1 then
 #: is that sequence: `msa add`'s batches) run dp_rows, a warp a merge with the sequence's rows on
@@ -51,7 +51,7 @@ ROWS_STRIDE = 31
 SCAN_THREADS = 128
 SCAN_K = 4
 #: A dp_scan row costs about this many dp_pipe wavefront steps (H200: ~1.8-2.1 us against
-#: ~0.7-0.75 us, benchmarks/NOTES.md), so a piece runs dp_scan only where its longest merge
+#: ~0.7-0.75 us, docs/progressive.md), so a piece runs dp_scan only where its longest merge
 #: takes fewer: min(W1, W2) + PUBLISH_ROWS * chunks rows against W1 + W2 steps.
 SCAN_ROW_STEPS = 2.5
 #: Rows a pipelined chunk publishes at a time (kernels/profile_align.cu's PUBLISH_ROWS).
