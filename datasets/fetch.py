@@ -88,7 +88,7 @@ def _copy(src: IO[bytes], dst: Path) -> str:
 def _relative(name: str, top: str | None = None) -> PurePosixPath:
     """An archive member's path below its top folder (``top`` where given), refused if it could escape."""
     parts = PurePosixPath(name).parts
-    if not parts or (top is not None and parts[0] != top) or any(p in ("..", "") for p in parts) or name.startswith("/"):
+    if name.startswith("/") or ".." in parts or len(parts) < 2 or top not in (None, parts[0]):
         raise FetchError(f"unexpected path in the archive: {name}")
     return PurePosixPath(*parts[1:])
 
@@ -137,7 +137,8 @@ def unpack_exthomfam(archive: Path, folder: Path) -> None:
         if not families:
             raise FetchError(f"extHomFam-v2/{size}/ is missing or empty")
         if lacking := [f for f in families if not (refs / f).is_file()]:
-            raise FetchError(f"{len(lacking)} {size} families have no reference in extHomFam-v2/ref/, e.g. {lacking[0]}")
+            raise FetchError(f"{len(lacking)} {size} families have no reference in extHomFam-v2/ref/, "
+                             f"e.g. {lacking[0]}")
         (folder / size / "ref").mkdir()
         for family in families:
             shutil.copyfile(refs / family, folder / size / "ref" / family)

@@ -96,7 +96,8 @@ def test_the_time_legend_names_the_cpu_and_sits_outside_the_lines(tmp_path: Path
     time_fig, accuracy_fig = figures
     ax = time_fig.axes[0]
     legend = ax.get_legend()
-    assert [t.get_text() for t in legend.get_texts()] == ["famsa", "msa-cpu", "msa-gpu", "stopped at the timeout (at least)"]
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "famsa", "msa-cpu", "msa-gpu", "stopped at the timeout (at least)"]
     time_fig.canvas.draw()
     assert not legend.get_window_extent().overlaps(ax.get_window_extent())
     names = [t.get_text() for t in accuracy_fig.axes[1].get_legend().get_texts()]
