@@ -4,8 +4,9 @@ Every set in ``SETS/info/ids.txt`` is aligned from ``SETS/in/<id>`` by each tool
 (each run a subprocess, timed and memory-measured the same way) and scored with
 ``msa.scoring`` against ``SETS/ref/<id>`` (qscore's Q and TC).
 
-Example:
-    python benchmarks/balifam.py --sets ../shared/datasets/balifam/balifam1000 \
+Example (``--sets`` defaults to ``data/balifam/balifam1000``, fetched by
+``python -m datasets.fetch balifam``):
+    python benchmarks/balifam.py --sets data/balifam/balifam1000 \
         --threads 2 --tools famsa,mafft --out bench-out/balifam1000.json
 """
 from __future__ import annotations
@@ -15,16 +16,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import add_tool_arguments, align_and_score, print_table, summarize, tool_commands, write_json
+from common import REPO, add_tool_arguments, align_and_score, print_table, summarize, tool_commands, write_json
 
 
 def main() -> None:
     """Run every tool on every set, print the table, write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sets", type=Path, required=True, help="a BaliFam folder with in/, ref/, info/ids.txt")
+    ap.add_argument("--sets", type=Path, default=REPO / "data" / "balifam" / "balifam1000",
+                    help="a BaliFam folder with in/, ref/, info/ids.txt (default: the fetched balifam1000)")
     ap.add_argument("--limit", type=int, help="only the first N sets")
     add_tool_arguments(ap)
     a = ap.parse_args()
+    if not (a.sets / "info" / "ids.txt").is_file():
+        ap.error(f"{a.sets} is not a BaliFam folder (python -m datasets.fetch balifam gets data/balifam/)")
     tools, commands = tool_commands(a)
     ids = (a.sets / "info" / "ids.txt").read_text().split()[: a.limit]
     runs = []

@@ -8,8 +8,9 @@
 #
 # SIZES: comma-separated family sizes (default 1000,10000,100000; add 1000000 for the
 # 10^6 comparison: msa and FAMSA's medoid tree only, set TIMEOUT=600; '' for none).
-# BALIFAM_DIRS: comma-separated BaliFam folders (default
-# ../shared/datasets/balifam/balifam1000; one that is absent is skipped).
+# BALIFAM_DIRS: comma-separated BaliFam folders, relative to the checkout or absolute
+# (default data/balifam/balifam1000, where `python -m datasets.fetch balifam` puts it;
+# one that is absent is skipped).
 # Every tool uses all CPU cores; RESULTS (default bench-out) gets one JSON per
 # simulated size and per BaliFam folder, and time.png/svg and accuracy.png/svg
 # (benchmarks/plot.py, when matplotlib is installed); TIMEOUT (default 300) stops
@@ -17,7 +18,7 @@
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 sizes=${1-1000,10000,100000}
-balifam_dirs=${2-../shared/datasets/balifam/balifam1000}
+balifam_dirs=${2-data/balifam/balifam1000}
 results=${RESULTS:-bench-out}
 timeout=${TIMEOUT:-300}
 threads=$(nproc)
@@ -52,7 +53,7 @@ for dir in ${balifam_dirs//,/ }; do
         python3 benchmarks/balifam.py --sets "$dir" --threads "$threads" --tools "$balifam_tools" \
             --timeout "$timeout" --out "$results/$(basename "$dir").json"
     else
-        echo "end_to_end.sh: no BaliFam folder $dir, skipped" >&2
+        echo "end_to_end.sh: no BaliFam folder $dir, skipped (python -m datasets.fetch balifam gets data/balifam/)" >&2
     fi
 done
 if python3 -c "import matplotlib" 2>/dev/null; then

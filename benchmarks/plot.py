@@ -29,6 +29,14 @@ from common import TIMED_OUT, Run, summarize
 Times = dict[str, dict[int, tuple[list[float], list[float]]]]
 #: Per set: per tool (mean SP, mean TC), and the number of cases the means are over.
 Accuracy = dict[str, tuple[dict[str, tuple[float, float]], int]]
+#: Legend names where the harness's tool name does not say the device (its ``msa`` runs ``--device cpu``).
+LABELS = {"msa": "msa-cpu"}
+
+
+def label(tool: str) -> str:
+    """The legend's name of ``tool`` (or of ``tool (file)``, as ``load`` names a repeated one)."""
+    name, space, rest = tool.partition(" ")
+    return LABELS.get(name, name) + space + rest
 
 
 def load(paths: list[Path]) -> tuple[Times, Accuracy]:
@@ -78,13 +86,13 @@ def plot_time(times: Times, colors: dict[str, str], out: Path, plt) -> list[Path
         color = colors[tool]
         done = sorted((n, statistics.median(f)) for n, (f, _) in times[tool].items() if f)
         if done:
-            ax.plot(*zip(*done), marker="o", color=color, label=tool)
+            ax.plot(*zip(*done), marker="o", color=color, label=label(tool))
         # Nudged sideways by tool, so that tools stopped at the same timeout stay apart.
         nudge = 1.06 ** (k - (len(tools) - 1) / 2)
         cut = sorted((n * nudge, max(s)) for n, (f, s) in times[tool].items() if s and not f)
         if cut:
             ax.plot(*zip(*cut), linestyle="none", marker="^", markersize=9, markerfacecolor="none",
-                    color=color, label=None if done else tool)
+                    color=color, label=None if done else label(tool))
             stopped = True
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -95,7 +103,8 @@ def plot_time(times: Times, colors: dict[str, str], out: Path, plt) -> list[Path
     if stopped:
         ax.plot([], [], linestyle="none", marker="^", markerfacecolor="none", color="gray",
                 label="stopped at the timeout (at least)")
-    ax.legend(fontsize="small")
+    # Outside the axes: inside, it covered the lines of the largest sizes.
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return _save(fig, out / "time", plt)
 
 
@@ -110,7 +119,7 @@ def plot_accuracy(accuracy: Accuracy, colors: dict[str, str], out: Path, plt) ->
         for tool in tools:
             xs = [j + (p.index(tool) - (len(p) - 1) / 2) * width for j, p in enumerate(present) if tool in p]
             ys = [accuracy[s][0][tool][k] for s in sets if tool in accuracy[s][0]]
-            bars = ax.bar(xs, ys, width, label=tool, color=colors[tool])
+            bars = ax.bar(xs, ys, width, label=label(tool), color=colors[tool])
             ax.bar_label(bars, fmt="%.3f", fontsize=6, rotation=90, padding=2)
         ax.set_xticks(range(len(sets)))
         ax.set_xticklabels([f"{s}\n({accuracy[s][1]} sets)" for s in sets])

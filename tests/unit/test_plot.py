@@ -73,3 +73,33 @@ def test_load_merges_a_set_over_files_and_keeps_timeouts_as_lower_bounds(tmp_pat
     assert sorted(times["msa-gpu"][1000][0]) == [2.0, 3.0, 4.0] and times["msa-gpu"][1000][1] == []
     assert times["famsa"][1000] == ([], [60.0, 60.0, 60.0])
     assert "mafft" not in times
+
+
+def test_the_time_legend_names_the_cpu_and_sits_outside_the_lines(tmp_path: Path, monkeypatch) -> None:
+    """``msa`` (the harness's CPU run) is ``msa-cpu`` beside ``msa-gpu``, in both plots, and the
+    time plot's legend is outside the axes, where it cannot cover a line."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import plot
+
+    figures = []
+    monkeypatch.setattr(plot, "_save", lambda fig, stem, plt: figures.append(fig) or [])
+    times = {"msa": {1000: ([0.8], []), 100000: ([38.0], [])}, "msa-gpu": {1000: ([1.0], []), 100000: ([7.0], [])},
+             "famsa": {100000: ([], [300.0])}}
+    accuracy = {"balifam1000": ({"msa": (0.8, 0.5), "msa (other)": (0.8, 0.5), "famsa": (0.8, 0.5)}, 3)}
+    colors = {tool: f"C{i}" for i, tool in enumerate(["famsa", "msa", "msa (other)", "msa-gpu"])}
+    plot.plot_time(times, colors, tmp_path, plt)
+    plot.plot_accuracy(accuracy, colors, tmp_path, plt)
+    time_fig, accuracy_fig = figures
+    ax = time_fig.axes[0]
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "famsa", "msa-cpu", "msa-gpu", "stopped at the timeout (at least)"]
+    time_fig.canvas.draw()
+    assert not legend.get_window_extent().overlaps(ax.get_window_extent())
+    names = [t.get_text() for t in accuracy_fig.axes[1].get_legend().get_texts()]
+    assert names == ["famsa", "msa-cpu", "msa-cpu (other)"]
+    plt.close("all")
