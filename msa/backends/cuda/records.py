@@ -12,7 +12,7 @@ import numpy as np
 from msa import kernels
 from msa.backends.cuda.memory import DeviceStage
 
-#: kernels/records.cu's block (RECORD_THREADS).
+#: kernels/records.cu's block (passed with -D).
 RECORD_THREADS = 128
 
 
@@ -20,7 +20,7 @@ class RecordsStage(DeviceStage):
     """fill_records of :class:`~msa.backends.cuda.CudaBackend` (see Backend)."""
 
     def _load_records(self) -> None:
-        self._fill_records = kernels.load("records", (), self.device).get_function("fill_records")
+        self._fill_records = kernels.load("records", (("RECORD_THREADS", RECORD_THREADS),), self.device).get_function("fill_records")
 
     def fill_records(
         self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray, template: np.ndarray,
