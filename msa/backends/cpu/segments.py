@@ -27,7 +27,9 @@ def _one_hot_rows(codes: np.ndarray, start: np.ndarray, dst: np.ndarray, widths:
             out[dst[k] + r, codes[start[k] + r]] = 1
 
 
-def gather_profiles(parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: np.ndarray) -> np.ndarray:
+def gather_profiles(
+    parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: np.ndarray
+) -> np.ndarray:
     """Segments of profile rows (or one-hot leaves) end to end; see Backend."""
     widths = np.asarray(widths, dtype=np.int64)
     start = np.asarray(start, dtype=np.int64)

@@ -20,7 +20,8 @@ class RecordsStage(DeviceStage):
     """fill_records of :class:`~msa.backends.cuda.CudaBackend` (see Backend)."""
 
     def _load_records(self) -> None:
-        self._fill_records = kernels.load("records", (("RECORD_THREADS", RECORD_THREADS),), self.device).get_function("fill_records")
+        records = kernels.load("records", (("RECORD_THREADS", RECORD_THREADS),), self.device)
+        self._fill_records = records.get_function("fill_records")
 
     def fill_records(
         self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray, template: np.ndarray,
