@@ -17,7 +17,7 @@
 //                row behind thread t-1 (anti-diagonal wavefront, one barrier per step).
 //                Within a row the thread sweeps its K columns left to right in registers,
 //                so a step does K cells and a chunk takes rows + threads - 1 steps (only
-//                K = 1 is instantiated: larger K measured slower, see benchmarks/NOTES.md).
+//                K = 1 is instantiated: larger K measured slower, see docs/progressive.md).
 //                The left neighbour's (D, H, V) of this row comes through shared memory
 //                (double-buffered by step parity); the next row's terms (and its first
 //                residue code, the only one of a sequence) are loaded a step ahead; the
@@ -488,7 +488,7 @@ __device__ __forceinline__ void dp_pipe_k(DP_FILL_PARAMS, const long long* __res
 }
 
 // K = 1 only: K = 8 (128 threads) measured 2x slower on the root case and 12 % slower on a
-// caterpillar merge than K = 1 with 512 threads (benchmarks/NOTES.md), so it is not built.
+// caterpillar merge than K = 1 with 512 threads (docs/progressive.md), so it is not built.
 extern "C" __global__ void __launch_bounds__(512) dp_fill1(DP_FILL_PARAMS) { dp_fill_k<1>(DP_FILL_ARGS); }
 extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, const long long* __restrict__ scores,
                                                            long long* sync, long long n_merges, long long n_tickets) {

@@ -21,7 +21,7 @@
 // buffer) and walks P2's columns one a step, one column behind lane l - 1, which hands it the
 // (D, H, V) of its last row by shuffles: a pass is W2 + active lanes - 1 steps of K cells a lane
 // and no barrier (K = 4: 55 ms for msa add's 4.1e9 cells on the H100; K = 8, with more
-// registers, 60 ms; benchmarks/NOTES.md). (dp_fill puts P2's columns on threads and walks P1's rows, so a short sequence
+// registers, 60 ms; docs/progressive.md). (dp_fill puts P2's columns on threads and walks P1's rows, so a short sequence
 // leaves most of each chunk's W1 + threads - 1 steps idle and every step is a block barrier.)
 // P2's column terms (S2, r2, V's start / cont, retype) and the row handed on from the previous
 // pass come through a ring of ROWS_RING columns in shared memory (ROWS_STRIDE int64 a column),

@@ -42,7 +42,7 @@ struct Cross<long long> {
     typedef longlong2 type;
 };
 
-// SW_DPX 0 builds the int path with plain max instead of Hopper's DPX (benchmarks/NOTES.md compares).
+// SW_DPX 0 builds the int path with plain max instead of Hopper's DPX (docs/kernels.md compares).
 #ifndef SW_DPX
 #define SW_DPX 1
 #endif
