@@ -1,4 +1,4 @@
-"""Benchmark of the GPU profile-profile DP (kernels/profile_align.cu): cell updates per second.
+"""Benchmark of the GPU profile-profile DP (kernels/merge_dp.cu): cell updates per second.
 
 Run on a GPU machine::
 

@@ -1,7 +1,8 @@
 """Compile every CUDA kernel module the GPU path loads into a fatbin shipped in the wheel.
 
 Run by a developer with nvcc (after changing any ``kernels/*.cu``/``*.cuh``, a ``-D``
-define of a ``kernels.load(...)`` call, ``msa.kernels.NVRTC_OPTIONS`` or the recipe below)::
+define of a ``kernels.load(...)`` call, a Python constant of ``msa.kernels.CONSTANTS``,
+``msa.kernels.NVRTC_OPTIONS`` or the recipe below)::
 
     python kernels/build.py            # rebuild what is stale, rewrite msa/_cubin/manifest.json
     python kernels/build.py --check    # only say what is stale (exit 1 if anything is)
@@ -114,7 +115,7 @@ def _defines(node: ast.expr, constants: dict[str, int]) -> tuple[tuple[str, int]
 def nvcc_command(nvcc: str, name: str, defines, src: Path, out: Path) -> list[str]:
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in SASS_ARCHS]
     gencode.append(f"-gencode=arch=compute_{PTX_ARCH},code=compute_{PTX_ARCH}")
-    return [nvcc, "-fatbin", *kernels.options(defines), *NVCC_EXTRA, f"--compress-mode={COMPRESS}", *gencode,
+    return [nvcc, "-fatbin", *kernels.options(name, defines), *NVCC_EXTRA, f"--compress-mode={COMPRESS}", *gencode,
             "-o", str(out), str(src)]
 
 
@@ -133,7 +134,8 @@ def build_one(nvcc: str, name: str, defines, out_dir: Path) -> dict:
     return {
         "module": name,
         "defines": [list(d) for d in defines],
-        "source_sha256": kernels.fingerprint(code, kernels.options(defines)),
+        "constants": [list(c) for c in kernels.constants(name)],
+        "source_sha256": kernels.fingerprint(code, kernels.options(name, defines)),
         "file": out.name,
         "bytes": len(data),
         "fatbin_sha256": hashlib.sha256(data).hexdigest(),
@@ -147,7 +149,7 @@ def stale(manifest: dict, wanted) -> list[tuple[str, tuple]]:
     out = []
     for name, defines in wanted:
         entry = entries.get(kernels.fatbin_name(name, defines))
-        current = kernels.fingerprint(kernels.source(name), kernels.options(defines))
+        current = kernels.fingerprint(kernels.source(name), kernels.options(name, defines))
         missing = entry is None or not (kernels.cubin_dir() / entry["file"]).is_file()
         if missing or entry["source_sha256"] != current:
             out.append((name, defines))

@@ -3,10 +3,12 @@
 // (msa/backends/cpu/kmers.py).
 #pragma once
 
-#define KMER_SECTION 32          // sequences per interleaved section (one warp)
-#define KMER_TABLE_SIZE 46656    // 6^6 six-mer codes
-
-#define EMPTY_DISTANCE 1.0
+// Passed with -D by the loader from msa.distances.kmers (msa.kernels.CONSTANTS): KMER_SECTION
+// sequences per interleaved section (one warp), KMER_TABLE_SIZE 6-mer codes (6^6), and
+// EMPTY_DISTANCE, the distance of a sequence with no 6-mer.
+#if !defined(KMER_SECTION) || !defined(KMER_TABLE_SIZE) || !defined(EMPTY_DISTANCE)
+#error KMER_SECTION, KMER_TABLE_SIZE and EMPTY_DISTANCE must be passed with -D (msa.kernels.CONSTANTS)
+#endif
 
 // The segment s in [0, n) that holds flat index i: offsets[s * stride] <= i < offsets[(s + 1) * stride]
 // (ascending starts, offsets[0] <= i; empty segments are skipped, as the last start at or

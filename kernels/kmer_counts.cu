@@ -33,8 +33,8 @@
 
 #define TILE_REFS 4
 #define UNROLL 8  // member entries loaded before any is used (memory-level parallelism)
-#ifndef NR_THREADS
-#define NR_THREADS 1024  // threads (members) per nearest_reference block
+#ifndef NR_THREADS  // threads (members) per nearest_reference block
+#error NR_THREADS must be passed with -D (msa/backends/cuda/kmers.py)
 #endif
 
 // ---- Building the struct arrays (msa.distances.kmers layout; CPU oracle: build_kmer_tables) ----

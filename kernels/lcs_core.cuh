@@ -12,7 +12,6 @@
 #include "common.cuh"
 
 #define LCS_ALPHA 20  // only codes 0..19 match (FAMSA's ComputeBitMasks)
-#define LCS_ROWS 32   // codes a mask plane covers (packed kernels): every value of (code & 31)
 #define LCS_PAD 31u   // padding code of packed residues (a zero mask row)
 
 typedef unsigned long long u64;

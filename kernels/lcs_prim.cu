@@ -126,8 +126,8 @@ __device__ __forceinline__ unsigned acquire_load(const unsigned* counter) {
     return v;
 }
 
-#ifndef PRIM_THREADS
-#define PRIM_THREADS 256  // threads per block, passed with -D from msa/backends/cuda/lcs.py
+#ifndef PRIM_THREADS  // threads per block
+#error PRIM_THREADS must be passed with -D (msa/backends/cuda/lcs.py)
 #endif
 static_assert(PRIM_THREADS % 64 == 0, "the snake needs an even number of warps a block");
 // At most 80 registers a thread (768 threads on an SM), which the step loop fits unspilled.

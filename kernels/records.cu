@@ -1,4 +1,4 @@
-// FASTA records written on the GPU: msa.rows.fill_records' counterpart (the CPU oracle), so
+// FASTA records written on the GPU: msa.backends.cpu.records.fill_records' counterpart (the CPU oracle), so
 // that `msa add` / `msa merge` on the GPU write their output without importing Numba (its
 // import, ~0.2-0.3 s of Python holding the GIL, was the largest cost left beside the work).
 //
@@ -8,7 +8,9 @@
 // ids[k], each at its column c: byte c + c / width of the row (one newline per full line before it).
 #include "common.cuh"
 
-#define RECORD_THREADS 128
+#ifndef RECORD_THREADS
+#error RECORD_THREADS must be passed with -D (msa/backends/cuda/records.py)
+#endif
 
 extern "C" __global__ void __launch_bounds__(RECORD_THREADS) fill_records(
     unsigned char* __restrict__ out, const long long* __restrict__ rec_off, const unsigned char* __restrict__ heads,

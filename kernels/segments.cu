@@ -3,30 +3,32 @@
 // per source or destination level, more host time than the level's dynamic programming.
 //
 // Both kernels copy segments of very different sizes (a leaf's ~300 rows, a near-root
-// profile's ~10^4). A segment is cut into CHUNK-element chunks; one block (THREADS threads)
+// profile's ~10^4). A segment is cut into SEG_CHUNK-element chunks; one block (SEG_THREADS threads)
 // per chunk, found by binary search in the chunks' prefix sum (chunk_off, n_seg + 1 entries),
 // threads striding over the chunk's consecutive elements (coalesced on both sides).
 #include "common.cuh"
 
-#define CHUNK 4096
-#define THREADS 256
-#define N_COUNTS 28  // msa.profile.N_COUNTS: 24 residue codes + 4 gap counts
+// Passed with -D: SEG_CHUNK and SEG_THREADS from msa/backends/cuda/segments.py, N_COUNTS
+// (24 residue codes + 4 gap counts) from msa.profile (msa.kernels.CONSTANTS).
+#if !defined(SEG_CHUNK) || !defined(SEG_THREADS) || !defined(N_COUNTS)
+#error SEG_CHUNK, SEG_THREADS and N_COUNTS must be passed with -D
+#endif
 
 
 // Profile tables of a level's children laid end to end (int32 rows of N_COUNTS).
 // rec[5 * g ..]: source table pointer (0: a leaf), first source row (a leaf: its first residue
 // in codes), first output row, rows, unused. A leaf's rows are one-hot: 1 in its residue
 // code's column, 0 elsewhere. Every output element is written.
-extern "C" __global__ void __launch_bounds__(THREADS) gather_profiles(
+extern "C" __global__ void __launch_bounds__(SEG_THREADS) gather_profiles(
     const long long* __restrict__ rec, const long long* __restrict__ chunk_off, long long n_seg,
     const unsigned char* __restrict__ codes, int* __restrict__ out) {
     const long long g = segment_of(chunk_off, n_seg, blockIdx.x);
     const long long* r = rec + 5 * g;
     const int* src = reinterpret_cast<const int*>(r[0]);
     const long long first = r[1], dst = r[2] * N_COUNTS, n = r[3] * N_COUNTS;
-    const long long lo = (blockIdx.x - chunk_off[g]) * (long long)CHUNK;
-    const long long hi = lo + CHUNK < n ? lo + CHUNK : n;
-    for (long long e = lo + threadIdx.x; e < hi; e += THREADS) {
+    const long long lo = (blockIdx.x - chunk_off[g]) * (long long)SEG_CHUNK;
+    const long long hi = lo + SEG_CHUNK < n ? lo + SEG_CHUNK : n;
+    for (long long e = lo + threadIdx.x; e < hi; e += SEG_THREADS) {
         int v;
         if (src != nullptr) {
             v = __ldg(src + first * N_COUNTS + e);
@@ -42,14 +44,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) gather_profiles(
 // target_g[start_g + c] = values[parent_g + maps[map_g + c]]. rec[5 * g ..]: target pointer
 // (int64), start_g, map_g (the child's first column in the level's input layout), parent_g
 // (its parent's first column in values, the level's output layout), columns.
-extern "C" __global__ void __launch_bounds__(THREADS) place_segments(
+extern "C" __global__ void __launch_bounds__(SEG_THREADS) place_segments(
     const long long* __restrict__ rec, const long long* __restrict__ chunk_off, long long n_seg,
     const long long* __restrict__ values, const int* __restrict__ maps) {
     const long long g = segment_of(chunk_off, n_seg, blockIdx.x);
     const long long* r = rec + 5 * g;
     long long* target = reinterpret_cast<long long*>(r[0]);
     const long long start = r[1], map = r[2], parent = r[3], n = r[4];
-    const long long lo = (blockIdx.x - chunk_off[g]) * (long long)CHUNK;
-    const long long hi = lo + CHUNK < n ? lo + CHUNK : n;
-    for (long long c = lo + threadIdx.x; c < hi; c += THREADS) target[start + c] = values[parent + maps[map + c]];
+    const long long lo = (blockIdx.x - chunk_off[g]) * (long long)SEG_CHUNK;
+    const long long hi = lo + SEG_CHUNK < n ? lo + SEG_CHUNK : n;
+    for (long long c = lo + threadIdx.x; c < hi; c += SEG_THREADS) target[start + c] = values[parent + maps[map + c]];
 }

@@ -24,9 +24,11 @@
 // d = 1 - S / min(self_a, self_b) (one IEEE division, one subtraction; --fmad=false), 1.0
 // where min(self) <= 0, clamped to [0, 1]: bit-identical to the CPU's.
 
-#define SW_CODES 24
-#define SW_PITCH 25
-#define SW_PAD 24
+#ifndef SW_CODES  // residue codes, msa.alphabet.N_CODES (msa.kernels.CONSTANTS)
+#error SW_CODES must be passed with -D
+#endif
+#define SW_PITCH (SW_CODES + 1)
+#define SW_PAD SW_CODES
 #define SW_STRIP 16
 
 template <typename T>
@@ -40,7 +42,7 @@ struct Cross<long long> {
     typedef longlong2 type;
 };
 
-// SW_DPX 0 builds the int path with plain max instead of Hopper's DPX (benchmarks/NOTES.md compares).
+// SW_DPX 0 builds the int path with plain max instead of Hopper's DPX (docs/kernels.md compares).
 #ifndef SW_DPX
 #define SW_DPX 1
 #endif

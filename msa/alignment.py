@@ -40,10 +40,10 @@ class AlignedRows:
     def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
              template: np.ndarray, width: int, lo: int, hi: int, backend=None) -> None:
         """Write records ``lo..hi`` whole into ``out`` (a window of a mapped output file; see
-        msa.rows.fill_records; ``rec_off`` and ``head_off`` are theirs), on ``backend`` (default:
+        msa.backends.cpu.records.fill_records; ``rec_off`` and ``head_off`` are theirs), on ``backend`` (default:
         the CPU's Numba loop)."""
         if backend is None:
-            from msa.rows import fill_records as fill  # Numba: imported only for the CPU's fill
+            from msa.backends.cpu.records import fill_records as fill  # Numba: imported only for the CPU's fill
         else:
             fill = backend.fill_records
         db = self.distinct

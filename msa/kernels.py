@@ -12,11 +12,17 @@ built from: :func:`load` takes a fatbin only when that matches what it would han
 NVRTC now, and falls back to NVRTC when it does not (an edited kernel), when there is
 none, or when the driver cannot load it (one older than the CUDA 13 toolkit that built it).
 ``MSA_KERNELS=nvrtc`` in the environment forces the NVRTC route.
+
+Constants a kernel shares with the Python code are defined once, in Python, and reach the
+kernel as ``-DNAME=value`` options (so they are part of the hash above): the data-layout ones
+listed by source file in :data:`CONSTANTS`, the launch shapes (block sizes, tiles) in the
+``kernels.load`` call of the stage that launches them. The sources refuse to compile without them.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -28,6 +34,26 @@ from pathlib import Path
 NVRTC_OPTIONS: tuple[str, ...] = ("-std=c++17", "--fmad=false")
 #: The shipped fatbins' index, in :func:`cubin_dir`.
 MANIFEST = "manifest.json"
+#: The Python constants each kernel source file receives as ``-DNAME=value``
+#: ({file: {NAME: "module:attribute"}}); a module gets those of every file it inlines, in
+#: inlining order, ahead of the defines of its ``kernels.load`` call.
+CONSTANTS: dict[str, dict[str, str]] = {
+    "common.cuh": {
+        "KMER_SECTION": "msa.distances.kmers:SECTION",
+        "KMER_TABLE_SIZE": "msa.distances.kmers:N_KMERS",
+        "EMPTY_DISTANCE": "msa.distances.kmers:EMPTY_DISTANCE",
+    },
+    "merge.cuh": {
+        "NRES": "msa.alphabet:N_CODES",
+        "NCNT": "msa.profile:N_COUNTS",
+        "C_GO": "msa.profile:GO",
+        "C_GE": "msa.profile:GE",
+        "C_TGO": "msa.profile:TGO",
+        "C_TGE": "msa.profile:TGE",
+    },
+    "segments.cu": {"N_COUNTS": "msa.profile:N_COUNTS"},
+    "sw_distance.cu": {"SW_CODES": "msa.alphabet:N_CODES"},
+}
 #: How each :func:`load` was served: {(name, defines, device): "fatbin" or "nvrtc: why"}.
 ROUTES: dict[tuple, str] = {}
 
@@ -47,16 +73,37 @@ def source(name: str) -> str:
     """Kernel source with its ``#include "*.cuh"`` headers inlined (each once, ``#pragma once``
     honoured by inlining only the first) and #line directives for readable errors."""
     folder = kernel_dir()
-    return f'#line 1 "{name}.cu"\n' + _inline(folder, f"{name}.cu", set())
+    return f'#line 1 "{name}.cu"\n' + _inline(folder, f"{name}.cu", {})
 
 
-def _inline(folder: Path, file: str, seen: set[str]) -> str:
+def files(name: str) -> list[str]:
+    """The source files of module ``name``: its headers in inlining order, then ``<name>.cu``."""
+    seen: dict[str, None] = {}
+    _inline(kernel_dir(), f"{name}.cu", seen)
+    return [*seen, f"{name}.cu"]
+
+
+@functools.cache
+def constants(name: str) -> tuple[tuple[str, int | float], ...]:
+    """The :data:`CONSTANTS` of module ``name``'s files, with their values read from Python."""
+    out = []
+    for file in files(name):
+        for key, where in CONSTANTS.get(file, {}).items():
+            module, attribute = where.split(":")
+            value = getattr(importlib.import_module(module), attribute)
+            if type(value) not in (int, float):
+                raise TypeError(f"{where} is {value!r}: a kernel constant must be a Python int or float")
+            out.append((key, value))
+    return tuple(out)
+
+
+def _inline(folder: Path, file: str, seen: dict[str, None]) -> str:
     out = []
     for number, line in enumerate((folder / file).read_text().splitlines(), start=1):
         match = _INCLUDE.match(line)
         if match and (folder / match[1]).is_file():
             if match[1] not in seen:
-                seen.add(match[1])
+                seen[match[1]] = None
                 out.append(f'#line 1 "{match[1]}"')
                 out.append(_inline(folder, match[1], seen))
             out.append(f'#line {number + 1} "{file}"')
@@ -68,9 +115,10 @@ def _inline(folder: Path, file: str, seen: set[str]) -> str:
 _INCLUDE = re.compile(r'\s*#include\s+"([\w.]+\.cuh)"')
 
 
-def options(defines: tuple[tuple[str, int], ...] = ()) -> tuple[str, ...]:
-    """NVRTC's options for a module compiled with ``defines`` (``-DKEY=VALUE`` each)."""
-    return NVRTC_OPTIONS + tuple(f"-D{k}={v}" for k, v in defines)
+def options(name: str, defines: tuple[tuple[str, int], ...] = ()) -> tuple[str, ...]:
+    """NVRTC's options for module ``name`` compiled with ``defines``: ``-DKEY=VALUE`` for each of
+    its :func:`constants`, then each of ``defines``."""
+    return NVRTC_OPTIONS + tuple(f"-D{k}={v}" for k, v in constants(name) + tuple(defines))
 
 
 def fingerprint(code: str, opts: tuple[str, ...]) -> str:
@@ -79,7 +127,8 @@ def fingerprint(code: str, opts: tuple[str, ...]) -> str:
 
 
 def fatbin_name(name: str, defines: tuple[tuple[str, int], ...] = ()) -> str:
-    """``profile_align__SCAN_THREADS-128__SCAN_K-4.fatbin``: one file per module and defines."""
+    """``lcs_prim__PRIM_THREADS-256.fatbin``: one file per module and ``kernels.load`` defines
+    (its :func:`constants` are the same for every load, so they count in the hash only)."""
     return name + "".join(f"__{k}-{v}" for k, v in defines) + ".fatbin"
 
 
@@ -102,7 +151,7 @@ def shipped(name: str, defines: tuple[tuple[str, int], ...] = (), code: str | No
     if entry is None:
         return None
     code = source(name) if code is None else code
-    if entry.get("source_sha256") != fingerprint(code, options(defines)):
+    if entry.get("source_sha256") != fingerprint(code, options(name, defines)):
         return None
     path = cubin_dir() / entry["file"]
     return path if path.is_file() else None
@@ -131,4 +180,4 @@ def load(name: str, defines: tuple[tuple[str, int], ...] = (), device: int = 0):
                 ROUTES[name, defines, device] = "fatbin"
                 return module
         ROUTES[name, defines, device] = route
-        return cupy.RawModule(code=code, options=options(defines))
+        return cupy.RawModule(code=code, options=options(name, defines))

@@ -4,13 +4,12 @@ The progressive stage ends with a column per residue, not with rows: rows are
 ``n x width`` bytes, 98 % gaps at 10^6 sequences. ``gapped_rows`` builds a
 row matrix (the API, the non-FASTA formats); ``place_residues`` writes the
 residues of a block of records into a reused, already wrapped output buffer
-(the FASTA writer), a compiled loop at ~1 ns a residue; ``fill_records`` writes
-whole records (header, wrapped gaps, residues) straight into a memory-mapped
-output file, on every thread.
+(the FASTA writer), a compiled loop at ~1 ns a residue. Whole records straight into a
+memory-mapped output file are the backends' ``fill_records`` (msa.backends.cpu.records,
+msa.backends.cuda.records).
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from msa._runtime.jit import njit
@@ -42,23 +41,3 @@ def place_residues(
         for p in range(offsets[s], offsets[s + 1]):
             c = columns[p]
             flat[base + c + c // width] = 45 if clear else letters[p]  # 45: b'-'
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def fill_records(
-    out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray, template: np.ndarray,
-    width: int, ids: np.ndarray, offsets: np.ndarray, columns: np.ndarray, letters: np.ndarray,
-) -> None:
-    """Record ``k`` at ``out[rec_off[k]:]``: its header ``heads[head_off[k]:head_off[k + 1]]``,
-    then ``template`` (a row of gaps wrapped at ``width``) with sequence ``ids[k]``'s residues
-    at their columns. Records in parallel: each thread touches its own pages of the output."""
-    for k in numba.prange(len(ids)):
-        at = rec_off[k]
-        h = head_off[k + 1] - head_off[k]
-        out[at : at + h] = heads[head_off[k] : head_off[k + 1]]
-        base = at + h
-        out[base : base + len(template)] = template
-        s = ids[k]
-        for p in range(offsets[s], offsets[s + 1]):
-            c = columns[p]
-            out[base + c + c // width] = letters[p]

@@ -147,7 +147,7 @@ class Backend(Protocol):
         widths: np.ndarray,
     ) -> None: ...
 
-    # Writing (msa.io.fasta's mapped writer): msa.rows.fill_records' records k of a window ``out``
+    # Writing (msa.io.fasta's mapped writer): msa.backends.cpu.records.fill_records' records k of a window ``out``
     # of the output file (host memory), header, wrapped row of gaps and residues at their columns.
     def fill_records(
         self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray, template: np.ndarray,

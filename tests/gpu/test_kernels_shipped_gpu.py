@@ -84,7 +84,7 @@ def test_every_module_loads_from_its_fatbin_and_nothing_compiles(tmp_path: Path)
 def test_fatbin_and_nvrtc_modules_have_the_same_kernels(name: str, defines) -> None:
     """Same entry points, same static shared memory; registers printed for the record."""
     shipped = cp.RawModule(path=str(kernels.shipped(name, defines)))
-    nvrtc = cp.RawModule(code=kernels.source(name), options=kernels.options(defines))
+    nvrtc = cp.RawModule(code=kernels.source(name), options=kernels.options(name, defines))
     names = entry_points(shipped)
     assert names and names == entry_points(nvrtc)
     for fn in names:

@@ -1,4 +1,4 @@
-"""FASTA records written on the GPU (kernels/records.cu) against msa.rows.fill_records, the CPU
+"""FASTA records written on the GPU (kernels/records.cu) against msa.backends.cpu.records.fill_records, the CPU
 oracle, on fresh random records; and `msa add` / `msa merge` on the GPU, which write their
 output there and import no Numba, byte for byte as on the CPU."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from msa.rows import fill_records
+from msa.backends.cpu.records import fill_records
 from msa.seqdb import _ranges
 
 REPO = Path(__file__).resolve().parents[2]

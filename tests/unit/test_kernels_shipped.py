@@ -40,12 +40,15 @@ def test_the_call_sites_are_found() -> None:
     """The scan of msa/backends/cuda finds every module the GPU path loads, with its defines."""
     keys = {name: tuple(k for k, _ in defines) for name, defines in USED}
     assert keys == {
+        "build_parent": ("BP_THREADS", "N_INFO"),
         "kmer_counts": ("NR_THREADS",),
         "lcs_distance": (),
         "lcs_prim": ("PRIM_THREADS",),
-        "profile_align": ("SCAN_THREADS", "SCAN_K"),
-        "records": (),
-        "segments": (),
+        "merge_dp": ("SCAN_THREADS", "SCAN_K", "MI_THREADS", "CS_THREADS", "CS_ROWS", "PUBLISH_ROWS", "TB_WARPS",
+                     "N_INFO"),
+        "records": ("RECORD_THREADS",),
+        "segments": ("SEG_CHUNK", "SEG_THREADS"),
+        "sequence_profile": ("BP_THREADS", "ROWS_WARPS", "ROWS_RING", "ROWS_STRIDE", "N_INFO"),
         "sw_distance": (),
     }
     assert len(keys) == len(USED) == len(list(kernels.kernel_dir().glob("*.cu")))
@@ -66,7 +69,7 @@ def test_every_load_has_a_current_fatbin(name: str, defines) -> None:
     """Its manifest hash is that of today's source and options, and the loader finds it."""
     entry = MANIFEST["modules"].get(kernels.fatbin_name(name, defines))
     assert entry is not None, f"no fatbin for {name} {defines}; {REBUILD}"
-    assert entry["source_sha256"] == kernels.fingerprint(kernels.source(name), kernels.options(defines)), REBUILD
+    assert entry["source_sha256"] == kernels.fingerprint(kernels.source(name), kernels.options(name, defines)), REBUILD
     path = kernels.shipped(name, defines)
     assert path is not None and path.name == entry["file"]
     data = path.read_bytes()
@@ -93,6 +96,20 @@ def test_an_edited_source_is_not_served_from_its_fatbin(monkeypatch) -> None:
     assert kernels.shipped(name, tuple((k, v + 1) for k, v in defines)) is None
     monkeypatch.setattr(kernels, "NVRTC_OPTIONS", kernels.NVRTC_OPTIONS + ("-lineinfo",))
     assert kernels.shipped(name, defines) is None
+
+
+def test_a_changed_python_constant_is_not_served_from_its_fatbin(monkeypatch) -> None:
+    """The CONSTANTS a module is passed count in its hash: a new value means NVRTC, not a stale fatbin."""
+    import msa.profile
+
+    assert kernels.shipped("segments", dict(USED)["segments"]) is not None
+    monkeypatch.setattr(msa.profile, "N_COUNTS", msa.profile.N_COUNTS + 1)
+    kernels.constants.cache_clear()
+    try:
+        assert ("N_COUNTS", msa.profile.N_COUNTS) in kernels.constants("segments")
+        assert kernels.shipped("segments", dict(USED)["segments"]) is None
+    finally:
+        kernels.constants.cache_clear()
 
 
 CUOBJDUMP = shutil.which("cuobjdump")
@@ -170,7 +187,7 @@ def test_load_falls_back_to_nvrtc_when_the_driver_refuses_the_fatbin(fake_cupy) 
     fake_cupy(fail_path_load=True)
     name, defines = USED[0]
     module = kernels.load(name, defines, 0)
-    assert module.kw == {"code": kernels.source(name), "options": kernels.options(defines)}
+    assert module.kw == {"code": kernels.source(name), "options": kernels.options(name, defines)}
     assert "UNSUPPORTED_PTX_VERSION" in kernels.ROUTES[name, defines, 0]
 
 

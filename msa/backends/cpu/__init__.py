@@ -3,7 +3,8 @@
 One module per stage, each beside its CUDA counterpart of the same name in
 :mod:`msa.backends.cuda`: ``kmers`` (6-mer tables and distances), ``lcs``
 (FAMSA's LCS distance, the nearest-reference searches and Prim's MST), ``sw``
-(Smith-Waterman distances) and ``align`` (the progressive DP).
+(Smith-Waterman distances), ``align`` (the progressive DP), ``segments`` (profile rows
+between progressive levels) and ``records`` (FASTA records into the output file).
 """
 from __future__ import annotations
 
@@ -11,39 +12,19 @@ from typing import Callable
 
 import numba
 import numpy as np
-from numba import prange
 
-from msa.backends.cpu import kmers, lcs, sw
+from msa.backends.cpu import kmers, lcs, records, segments, sw
 from msa.backends.cpu.align import align_batch
 from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
 from msa._runtime.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
-from msa.rows import fill_records
-from msa.seqdb import _ranges
 from msa.seqops import take_ranges
 
 
 @njit(cache=True, nogil=True)
 def _first_compiled(x: np.ndarray) -> int:
     return x.size
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _copy_rows(src: np.ndarray, start: np.ndarray, dst: np.ndarray, widths: np.ndarray, out: np.ndarray) -> None:
-    """Rows ``src[start[k]:start[k] + widths[k]]`` to ``out[dst[k]:...]`` for every segment k
-    (a thread per segment, as segments.cu's gather on the GPU)."""
-    for k in prange(len(widths)):
-        for r in range(widths[k]):
-            out[dst[k] + r] = src[start[k] + r]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _one_hot_rows(codes: np.ndarray, start: np.ndarray, dst: np.ndarray, widths: np.ndarray, out: np.ndarray) -> None:
-    """Leaf segments: ``out[dst[k] + r, codes[start[k] + r]] = 1`` (``out`` zeroed)."""
-    for k in prange(len(widths)):
-        for r in range(widths[k]):
-            out[dst[k] + r, codes[start[k] + r]] = 1
 
 
 #: msa add (profile_slots) puts at most about this many bytes of repeated profile tables in
@@ -72,7 +53,7 @@ class CpuBackend:
         return a
 
     #: FASTA records straight into a mapped output file, on every thread; see Backend.
-    fill_records = staticmethod(fill_records)
+    fill_records = staticmethod(records.fill_records)
 
     def profile_slots(
         self, profile: np.ndarray, n_profile: int, codes: np.ndarray, offsets: np.ndarray, matrix: np.ndarray,
@@ -130,35 +111,9 @@ class CpuBackend:
         """One piece: host memory holds what a level gathers; see Backend."""
         return np.array([0, len(kid_widths) // 2], dtype=np.int64)
 
-    @staticmethod
-    def gather_profiles(
-        parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: np.ndarray
-    ) -> np.ndarray:
-        """Segments of profile rows (or one-hot leaves) end to end; see Backend."""
-        widths = np.asarray(widths, dtype=np.int64)
-        start = np.asarray(start, dtype=np.int64)
-        off = np.concatenate(([0], np.cumsum(widths)))
-        out = np.zeros((int(off[-1]), N_COUNTS), dtype=np.int32)
-        for p in np.unique(part).tolist():
-            pick = part == p
-            at = (start[pick], off[:-1][pick], widths[pick])
-            if p < 0:
-                _one_hot_rows(np.asarray(codes, dtype=np.uint8), *at, out)
-            else:
-                _copy_rows(np.ascontiguousarray(parts[p], dtype=np.int32), *at, out)
-        return out
-
-    @staticmethod
-    def place_segments(
-        targets: list, target: np.ndarray, start: np.ndarray, values: np.ndarray, maps: np.ndarray,
-        parent: np.ndarray, widths: np.ndarray,
-    ) -> None:
-        """Scatter composed columns to their targets; see Backend."""
-        off = np.concatenate(([0], np.cumsum(widths)))
-        here = values[np.repeat(parent, widths) + maps]
-        for t in np.unique(target).tolist():
-            pick = target == t
-            targets[t][_ranges(start[pick], widths[pick])] = here[_ranges(off[:-1][pick], widths[pick])]
+    #: Data movement between levels (msa.backends.cpu.segments); see Backend.
+    gather_profiles = staticmethod(segments.gather_profiles)
+    place_segments = staticmethod(segments.place_segments)
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch (Numba, one merge per thread). The parents come

@@ -5,9 +5,9 @@ needs CuPy; :func:`msa.backends.get_backend` imports it only where a GPU is
 usable). Every operation returns exactly what
 :class:`~msa.backends.cpu.CpuBackend` returns (the CPU is the oracle,
 tests/gpu checks it). One module per stage, each beside its CPU oracle of the
-same name: ``kmers``, ``lcs``, ``sw``, ``align``; ``segments`` moves profile
-rows between progressive levels, ``records`` writes FASTA records (msa.rows'
-``fill_records``), and ``memory`` cuts work into pieces that fit the free device memory. :class:`CudaBackend` mixes the stages together.
+same name: ``kmers``, ``lcs``, ``sw``, ``align``, ``segments`` (profile rows between
+progressive levels), ``records`` (FASTA records); ``memory``, CUDA's alone, cuts work into pieces
+that fit the free device memory. :class:`CudaBackend` mixes the stages together.
 
 The stage modules import the host-side Numba functions they call (the CPU's tables and
 layouts) inside the functions that call them, so that importing this package and making the

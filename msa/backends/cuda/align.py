@@ -1,4 +1,5 @@
-"""Progressive merges on the GPU (kernels/profile_align.cu), beside its CPU oracle msa.backends.cpu.align.
+"""Progressive merges on the GPU (kernels/merge_dp.cu, sequence_profile.cu, build_parent.cu), beside
+its CPU oracle msa.backends.cpu.align.
 
 Integer-exact with the CPU DP: the same column maps and parent profiles. A
 level batch is cut into pieces that fit the free device memory; the DP fill
@@ -24,7 +25,7 @@ from msa.profile import N_COUNTS, AlignBatch, AlignResult
 #: session 10: whole progressive stages 3-12 % faster, `msa add`'s batches 6 %).
 DP_THREADS = 128
 DP_FEW_THREADS = 512
-#: Most threads of each dp_fill<K> / dp_pipe<K> instantiation (kernels/profile_align.cu).
+#: Most threads of each dp_fill<K> / dp_pipe<K> instantiation (kernels/merge_dp.cu).
 DP_ALLOWED_THREADS = {1: 512}
 #: Batches with fewer merges than SMs whose P2 spans several chunks run dp_pipe: the chunks of a
 #: merge on concurrent blocks, ~W1 + W2 wavefront steps instead of chunks x (W1 + threads).
@@ -43,24 +44,25 @@ DP_SCAN = True
 #: of P2, a block barrier each). False keeps them on dp_fill (tests compare the two).
 DP_ROWS = True
 #: dp_rows: merges (warps) per block, and the ring of P2's column terms each warp keeps in shared
-#: memory, columns x int64 a column (kernels/profile_align.cu, ROWS_*).
+#: memory, columns x int64 a column (kernels/sequence_profile.cu, ROWS_*; passed with -D).
 ROWS_WARPS = 2
 ROWS_RING = 64
 ROWS_STRIDE = 31
-#: dp_scan's block (SCAN_THREADS) and columns per thread (SCAN_K, 4 only), compiled into the kernel.
+#: dp_scan's block (SCAN_THREADS) and columns per thread (SCAN_K, 4 only), passed with -D.
 SCAN_THREADS = 128
 SCAN_K = 4
 #: A dp_scan row costs about this many dp_pipe wavefront steps (H200: ~1.8-2.1 us against
 #: ~0.7-0.75 us, docs/progressive.md), so a piece runs dp_scan only where its longest merge
 #: takes fewer: min(W1, W2) + PUBLISH_ROWS * chunks rows against W1 + W2 steps.
 SCAN_ROW_STEPS = 2.5
-#: Rows a pipelined chunk publishes at a time (kernels/profile_align.cu's PUBLISH_ROWS).
+#: Rows a pipelined chunk publishes at a time (kernels/merge_dp.cu's PUBLISH_ROWS, passed with -D).
 PUBLISH_ROWS = 8
-#: Block sizes of merge_info, traceback (warps per block) and build_parent (kernels/profile_align.cu).
+#: Block sizes of merge_info, traceback (warps per block) (kernels/merge_dp.cu) and of build_parent and
+#: sequence_slots (walk_path.cuh), passed with -D.
 MI_THREADS = 128
 TB_WARPS = 4
 BP_THREADS = 256
-#: cell_scores tiles (kernels/profile_align.cu, CS_*): columns of P2 (threads) x rows of P1.
+#: cell_scores tiles (kernels/merge_dp.cu, CS_*, passed with -D): columns of P2 (threads) x rows of P1.
 CS_THREADS = 128
 CS_ROWS = 32
 #: cell_scores blocks per SM a launch aims at (each block strides over its merge's tiles).
@@ -69,7 +71,7 @@ CS_BLOCKS_PER_SM = 8
 SCORE_BYTES = 8
 #: The DP fill kernels _merge_records chooses from.
 FILLS = ("fill", "pipe", "scan", "rows")
-#: int64 fields of a merge record (kernels/profile_align.cu, I_*).
+#: int64 fields of a merge record (kernels/merge.cuh, I_*; passed with -D as N_INFO).
 N_INFO = 12
 #: Device bytes per input column of a piece (counts, column terms, map).
 ALIGN_BYTES_PER_COLUMN = 112 + 5 * 8 + 24 * 8 + 4 + 24 + 24 * 4 + 8
@@ -85,22 +87,36 @@ class AlignStage(DeviceStage):
     """profile_align of :class:`~msa.backends.cuda.CudaBackend`."""
 
     def _load_align(self) -> None:
-        """Compile (or fetch from the cache) kernels/profile_align.cu with this module's SCAN_* sizes."""
-        align = kernels.load("profile_align", (("SCAN_THREADS", SCAN_THREADS), ("SCAN_K", SCAN_K)), self.device)
+        """Load (the shipped fatbin, else NVRTC's compile) the merge kernels with this module's sizes."""
+        align = kernels.load(
+            "merge_dp",
+            (("SCAN_THREADS", SCAN_THREADS), ("SCAN_K", SCAN_K), ("MI_THREADS", MI_THREADS), ("CS_THREADS", CS_THREADS),
+             ("CS_ROWS", CS_ROWS), ("PUBLISH_ROWS", PUBLISH_ROWS), ("TB_WARPS", TB_WARPS), ("N_INFO", N_INFO)),
+            self.device,
+        )
+        parents = kernels.load("build_parent", (("BP_THREADS", BP_THREADS), ("N_INFO", N_INFO)), self.device)
+        rows = kernels.load(
+            "sequence_profile",
+            (("BP_THREADS", BP_THREADS), ("ROWS_WARPS", ROWS_WARPS), ("ROWS_RING", ROWS_RING),
+             ("ROWS_STRIDE", ROWS_STRIDE), ("N_INFO", N_INFO)),
+            self.device,
+        )
         self._column_setup = align.get_function("column_setup")
         self._merge_info = align.get_function("merge_info")
         # The fills by _merge_records' choice: dp_fill1 (one block per merge), dp_pipe1 and
         # dp_scan (a merge's chunks on concurrent blocks), dp_rows (a warp per merge).
-        self._fills = {kind: align.get_function(f"dp_{kind}{'1' if kind in ('fill', 'pipe') else ''}") for kind in FILLS}
+        self._fills = {kind: align.get_function(f"dp_{kind}{'1' if kind in ('fill', 'pipe') else ''}")
+                       for kind in FILLS if kind != "rows"}
+        self._fills["rows"] = rows.get_function("dp_rows")
         for kind in ("fill", "pipe"):
             self._fills[kind].max_dynamic_shared_size_bytes = _dp_shared(DP_ALLOWED_THREADS[1], 1, kind == "pipe")
         self._cell_scores = align.get_function("cell_scores")
         self._traceback = align.get_function("traceback")
-        self._build_parent = align.get_function("build_parent")
-        self._sequence_slots = align.get_function("sequence_slots")
+        self._build_parent = parents.get_function("build_parent")
+        self._sequence_slots = rows.get_function("sequence_slots")
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
-        """Align every merge of a level batch on the GPU (kernels/profile_align.cu; equal to the CPU's).
+        """Align every merge of a level batch on the GPU (the merge kernels; equal to the CPU's).
 
         ``batch.counts`` may be a host or device array; maps and parent counts stay
         on the device. Merges are cut into pieces that fit the free device memory;

@@ -251,7 +251,7 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
 
 #: Threads per block of prim_steps (passed to its __launch_bounds__ with -D).
 PRIM_THREADS = 256
-#: Codes of a mask plane of the packed kernels (kernels/lcs_core.cuh LCS_ROWS): every value of code & 31.
+#: Codes of a mask plane of the packed kernels (kernels/lcs_core.cuh): every value of code & 31.
 LCS_ROWS = 32
 #: Largest mask table (LCS_ROWS x words x 8 bytes) kept in shared memory; longer
 #: sequences (~50k residues) leave the group to the CPU.

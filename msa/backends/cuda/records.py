@@ -1,4 +1,4 @@
-"""FASTA records written on the GPU (kernels/records.cu), beside their CPU oracle msa.rows.fill_records.
+"""FASTA records written on the GPU (kernels/records.cu), beside their CPU oracle msa.backends.cpu.records.
 
 ``msa add`` and ``msa merge`` on the GPU need Numba for nothing else: with the records
 filled here, their runs never import it (msa._runtime.startup), and its import no longer takes the
@@ -12,7 +12,7 @@ import numpy as np
 from msa import kernels
 from msa.backends.cuda.memory import DeviceStage
 
-#: kernels/records.cu's block (RECORD_THREADS).
+#: kernels/records.cu's block (passed with -D).
 RECORD_THREADS = 128
 
 
@@ -20,13 +20,14 @@ class RecordsStage(DeviceStage):
     """fill_records of :class:`~msa.backends.cuda.CudaBackend` (see Backend)."""
 
     def _load_records(self) -> None:
-        self._fill_records = kernels.load("records", (), self.device).get_function("fill_records")
+        records = kernels.load("records", (("RECORD_THREADS", RECORD_THREADS),), self.device)
+        self._fill_records = records.get_function("fill_records")
 
     def fill_records(
         self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray, template: np.ndarray,
         width: int, ids: np.ndarray, offsets: np.ndarray, columns: np.ndarray, letters: np.ndarray,
     ) -> None:
-        """msa.rows.fill_records on the device: the window ``out`` (host memory, a mapped file)
+        """msa.backends.cpu.records.fill_records on the device: the window ``out`` (host memory, a mapped file)
         is built on the GPU and copied back from its first record on. Only the window's span of
         sequences goes up. Where the device memory is full, the CPU fills it instead."""
         if len(ids) == 0:
@@ -50,6 +51,6 @@ class RecordsStage(DeviceStage):
                 window[first:].get(out=out[first:])
         except cp.cuda.memory.OutOfMemoryError:
             cp.get_default_memory_pool().free_all_blocks()
-            from msa.rows import fill_records  # Numba, imported only here on the GPU path
+            from msa.backends.cpu.records import fill_records  # Numba, imported only here on the GPU path
 
             fill_records(out, rec_off, heads, head_off, template, width, ids, offsets, columns, letters)

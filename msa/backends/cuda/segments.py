@@ -8,7 +8,7 @@ from msa import kernels
 from msa.backends.cuda.memory import DeviceStage
 from msa.profile import N_COUNTS
 
-#: kernels/segments.cu: elements a block copies, threads a block (its CHUNK and THREADS).
+#: kernels/segments.cu: elements a block copies, threads a block (passed with -D).
 SEG_CHUNK = 4096
 SEG_THREADS = 256
 
@@ -17,8 +17,8 @@ class SegmentsStage(DeviceStage):
     """gather_profiles and place_segments of :class:`~msa.backends.cuda.CudaBackend` (see Backend)."""
 
     def _load_segments(self) -> None:
-        """Compile (or fetch from the cache) kernels/segments.cu for this device."""
-        segments = kernels.load("segments", (), self.device)
+        """Load kernels/segments.cu (the shipped fatbin, else NVRTC's compile) for this device."""
+        segments = kernels.load("segments", (("SEG_CHUNK", SEG_CHUNK), ("SEG_THREADS", SEG_THREADS)), self.device)
         self._gather_profiles = segments.get_function("gather_profiles")
         self._place_segments = segments.get_function("place_segments")
 

@@ -1,4 +1,5 @@
-// FAMSA 2's profile-profile Gotoh DP on the GPU, integer-exact with msa/backends/cpu/align.py.
+// FAMSA 2's profile-profile Gotoh DP on the GPU, integer-exact with msa/backends/cpu/align.py:
+// the column terms, the DP fills and the traceback of a level's merges (shared code: merge.cuh).
 //
 // Kernels per piece of a level batch (profiles stay on the device between levels):
 //  column_setup  one thread per input column: the per-column terms dp_path precomputes
@@ -16,7 +17,7 @@
 //                row behind thread t-1 (anti-diagonal wavefront, one barrier per step).
 //                Within a row the thread sweeps its K columns left to right in registers,
 //                so a step does K cells and a chunk takes rows + threads - 1 steps (only
-//                K = 1 is instantiated: larger K measured slower, see benchmarks/NOTES.md).
+//                K = 1 is instantiated: larger K measured slower, see docs/progressive.md).
 //                The left neighbour's (D, H, V) of this row comes through shared memory
 //                (double-buffered by step parity); the next row's terms (and its first
 //                residue code, the only one of a sequence) are loaded a step ahead; the
@@ -33,50 +34,16 @@
 //  traceback     one warp per merge walks the directions (the CPU's traceback) through a
 //                64-column x 64-row tile of direction bytes staged in shared memory, one
 //                L2 round trip per tile instead of one per step.
-//  dp_rows       levels of many merges of a sequence (P1) with a profile (msa add): one warp
-//                per merge, the sequence's rows on its lanes, P2's columns one a step.
-//  build_parent  one block per merge, one thread per path step: block scans of the path give
-//                each step its (i, j); a column's counts depend only on its own step, the
-//                step before and the run-start counts (cpu/align.build_parent, unrolled).
-//  sequence_slots  msa add: the same scans give each new residue its place against the profile.
-//                With a null parents pointer, the maps only.
-// Scores are int64 with -inf = -2**62, the same formulas and comparison order as
-// dp_path, so ties resolve identically. Gap costs are per merge: g holds 4 int64
-// (open, extend, term_open, term_extend) for each merge q of the piece, at g + 4 * q.
+// (dp_rows, the fill for batches of many sequence-against-profile merges, is in sequence_profile.cu;
+// the parents and maps of the paths come from build_parent.cu.)
 
-#include "common.cuh"
+#include "merge.cuh"
 
-#define NEG_INF (-(1LL << 62))
-#define NRES 24
-#define NCNT 28
-#define C_GO 24
-#define C_GE 25
-#define C_TGO 26
-#define C_TGE 27
-#define S_D 0
-#define S_H 1
-#define S_V 2
-#define ROW0 (S_H | (S_H << 2) | (S_H << 4))
-#define COL0 (S_V | (S_V << 2) | (S_V << 4))
-
-// Per-merge record (int64 fields), filled by the host.
-#define I_OFF1 0    // first column of P1 (piece-relative)
-#define I_W1 1
-#define I_N1 2
-#define I_OFF2 3
-#define I_W2 4
-#define I_N2 5
-#define I_SEQSEQ 6
-#define I_DIR 7     // byte offset of the merge's direction block (multiple of 8)
-#define I_ROWS 8    // offset of the merge's boundary row buffers (one or more of w1 + 1 entries)
-#define I_TICK 9    // dp_pipe: ticket of the merge's first chunk
-#define I_PATH 10   // offset of the merge's path (w1 + w2 bytes)
-#define I_SC 11     // dp_pipe: offset of the merge's cell scores (w1 * w2 int64, row-major)
-#define N_INFO 12
-
-__device__ __forceinline__ long long mx(long long a, long long b) { return a > b ? a : b; }
-// A candidate FAMSA does not allow at this cell: below every reachable score, never wins.
-#define EXCLUDED (-9223372036854775807LL - 1)
+// Block and tile sizes, passed with -D from their one definition in msa/backends/cuda/align.py.
+#if !defined(SCAN_THREADS) || !defined(SCAN_K) || !defined(MI_THREADS) || !defined(CS_THREADS) || \
+    !defined(CS_ROWS) || !defined(PUBLISH_ROWS) || !defined(TB_WARPS)
+#error SCAN_THREADS, SCAN_K, MI_THREADS, CS_THREADS, CS_ROWS, PUBLISH_ROWS and TB_WARPS must be passed with -D
+#endif
 
 // One thread per column of the piece: the column terms of dp_path (for P2 and P1 roles alike),
 // under the gap costs of the column's merge (profile lo belongs to merge lo / 2).
@@ -140,7 +107,6 @@ extern "C" __global__ void column_setup(
 // (cpu/align._first_is_p1): a sequence, else the profile with fewer nonzero cells per column.
 // Side s of merge q (s = 2q, 2q + 1) is the columns lo[s] .. hi[s] - 1: a level's sides lie end
 // to end (lo = col_off, hi = col_off + 1); msa add's merges share one profile's columns.
-#define MI_THREADS 128
 extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
     const long long* __restrict__ lo, const long long* __restrict__ hi, const long long* __restrict__ n_seqs,
     const int* __restrict__ nzc, long long* info) {
@@ -183,8 +149,6 @@ extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
 // at I_SC + (i - 1) * w2 + j - 1, or for dp_scan (frame) where W1 > W2 at I_SC + (j - 1) * w1 + i - 1
 // (a thread's band then fills CS_ROWS consecutive entries). Integer sums: the same values as
 // dp_chunk's residue loop.
-#define CS_THREADS 128
-#define CS_ROWS 32
 extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
     const long long* __restrict__ info, const long long* __restrict__ gapc, const long long* __restrict__ res,
     const long long* __restrict__ s2, const int* __restrict__ nnz, const unsigned char* __restrict__ codes,
@@ -215,22 +179,8 @@ extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
     }
 }
 
-// Gap costs (4 per merge) and the column terms of a piece (column_setup's outputs), read by every fill block.
-#define DP_COLUMN_PARAMS                                                                                 \
-    const long long* __restrict__ g, const long long* __restrict__ gapc,                                 \
-    const long long* __restrict__ res, const long long* __restrict__ start,                              \
-    const long long* __restrict__ cont, const long long* __restrict__ retype,                            \
-    const long long* __restrict__ s2, const int* __restrict__ nnz,                                       \
-    const unsigned char* __restrict__ codes, const int* __restrict__ mult
-#define DP_COLUMN_ARGS g, gapc, res, start, cont, retype, s2, nnz, codes, mult
-#define DP_FILL_PARAMS                                                                                   \
-    const long long* __restrict__ info, DP_COLUMN_PARAMS, long long *rowD, long long *rowH,              \
-    long long *rowV, unsigned long long *dirs, long long *final3
-#define DP_FILL_ARGS info, DP_COLUMN_ARGS, rowD, rowH, rowV, dirs, final3
-
 // Rows a dp_pipe chunk publishes at a time (and its last row): one release store per
 // PUBLISH_ROWS rows, and the chunk to its right starts about that many rows later.
-#define PUBLISH_ROWS 8
 
 // GPU-scope acquire load / release store: the progress counters between dp_pipe blocks.
 __device__ __forceinline__ long long load_acquire(const long long* p) {
@@ -538,193 +488,11 @@ __device__ __forceinline__ void dp_pipe_k(DP_FILL_PARAMS, const long long* __res
 }
 
 // K = 1 only: K = 8 (128 threads) measured 2x slower on the root case and 12 % slower on a
-// caterpillar merge than K = 1 with 512 threads (benchmarks/NOTES.md), so it is not built.
+// caterpillar merge than K = 1 with 512 threads (docs/progressive.md), so it is not built.
 extern "C" __global__ void __launch_bounds__(512) dp_fill1(DP_FILL_PARAMS) { dp_fill_k<1>(DP_FILL_ARGS); }
 extern "C" __global__ void __launch_bounds__(512) dp_pipe1(DP_FILL_PARAMS, const long long* __restrict__ scores,
                                                            long long* sync, long long n_merges, long long n_tickets) {
     dp_pipe_k<1>(DP_FILL_ARGS, scores, sync, n_merges, n_tickets);
-}
-
-// dp_rows: levels of many merges whose P1 is one sequence (n1 = 1: `msa add`'s batches, each new
-// sequence against the alignment's profile). One warp per merge, ROWS_WARPS merges a block. Lane l
-// owns ROWS_K consecutive rows of P1 (rows base + K l + 1 .. + K; a pass covers 32 K rows, a
-// longer sequence takes several, each pass's last row handed to the next through the merge's row
-// buffer) and walks P2's columns one a step, one column behind lane l - 1, which hands it the
-// (D, H, V) of its last row by shuffles: a pass is W2 + active lanes - 1 steps of K cells a lane
-// and no barrier (K = 4: 55 ms for msa add's 4.1e9 cells on the H100; K = 8, with more
-// registers, 60 ms; benchmarks/NOTES.md). (dp_fill puts P2's columns on threads and walks P1's rows, so a short sequence
-// leaves most of each chunk's W1 + threads - 1 steps idle and every step is a block barrier.)
-// P2's column terms (S2, r2, V's start / cont, retype) and the row handed on from the previous
-// pass come through a ring of ROWS_RING columns in shared memory (ROWS_STRIDE int64 a column),
-// lane e loading term e of the column two ahead of lane 0's each step. For a sequence r1 = 1 and
-// gap1 = retype1 = 0 at every row, with one residue (its code), and H's costs are the merge's
-// go and ge (tgo and tge at its last row), so dp_path's formulas reduce exactly to the ones
-// below. A lane's direction bytes at a column are one 32-bit word of dp_fill's layout.
-#define ROWS_WARPS 2
-#define ROWS_K 4  // a lane's direction bytes at a column: one 32-bit word
-#define ROWS_RING 64
-#define ROWS_STRIDE 31  // 24 S2, r2, start, cont, retype, boundary D, H, V (odd: no bank conflicts)
-#define RG_R2 24
-#define RG_VST 25
-#define RG_VCT 26
-#define RG_RT2 27
-#define RG_BD 28
-extern "C" __global__ void __launch_bounds__(32 * ROWS_WARPS) dp_rows(DP_FILL_PARAMS, long long n_merges) {
-    extern __shared__ long long rows_sh[];
-    const int lane = threadIdx.x & 31;
-    const long long q = (long long)blockIdx.x * ROWS_WARPS + (threadIdx.x >> 5);
-    if (q >= n_merges) return;  // the whole warp
-    long long* ring = rows_sh + (threadIdx.x >> 5) * (ROWS_RING * ROWS_STRIDE);
-    const long long* in = info + q * N_INFO;
-    const long long off1 = in[I_OFF1], w1 = in[I_W1], n1 = in[I_N1];
-    const long long off2 = in[I_OFF2], w2 = in[I_W2], n2 = in[I_N2];
-    const bool seqseq = in[I_SEQSEQ] != 0, three = !seqseq;
-    const long long go = g[4 * q], ge = g[4 * q + 1], tgo = g[4 * q + 2], tge = g[4 * q + 3];
-    unsigned long long* dir = dirs + in[I_DIR] / 8;
-    const long long R = (w1 + 7) & ~7LL;
-    long long* bD = rowD + in[I_ROWS];
-    long long* bH = rowH + in[I_ROWS];
-    long long* bV = rowV + in[I_ROWS];
-    long long vchain = 0;  // column 0's V chain over the rows of earlier passes
-    for (long long base = 0; base < w1; base += 32 * ROWS_K) {
-        const long long i0 = base + lane * ROWS_K + 1;  // the lane's first row
-        const long long left = w1 - i0 + 1;
-        const int nrows = left <= 0 ? 0 : (left < ROWS_K ? (int)left : ROWS_K);
-        const int klast = (int)(left - 1);  // the row of the lane that is P1's last (if 0 <= klast < ROWS_K)
-        const long long rest = (w1 - base + ROWS_K - 1) / ROWS_K;
-        const int active = rest < 32 ? (int)rest : 32;
-        const bool hand_on = base + 32 * ROWS_K < w1;  // lane 31's last row goes to the next pass
-        // A lane past P1's last row computes its rows all the same (no branch a cell), but
-        // only the bytes of real rows are written.
-        const unsigned int keep = (unsigned int)((1ULL << (8 * nrows)) - 1);
-        // The rows' residues, and column 0 (dp_path's border): V(i, 0) is the sum of
-        // n2 * (tgo for i' = 1, else tge) over i' <= i, -inf at i = w1; D and H are -inf.
-        int code[ROWS_K];
-        long long cD[ROWS_K], cH[ROWS_K], cV[ROWS_K];
-        long long own = 0;
-#pragma unroll
-        for (int k = 0; k < ROWS_K; ++k) {
-            code[k] = 0;
-            if (k < nrows) {
-                code[k] = codes[(off1 + i0 + k - 1) * NRES];
-                own += n2 * (i0 + k == 1 ? tgo : tge);
-            }
-        }
-        long long incl = own;
-        for (int d = 1; d < 32; d <<= 1) {
-            const long long y = __shfl_up_sync(0xffffffffu, incl, d);
-            if (lane >= d) incl += y;
-        }
-        long long v = vchain + incl - own;  // V(i0 - 1, 0)
-        vchain += __shfl_sync(0xffffffffu, incl, 31);
-        // (D, H, V) above the lane's first row at the previous column: (i0 - 1, 0) to begin with.
-        long long aD = i0 == 1 ? 0 : NEG_INF, aH = NEG_INF, aV = i0 == 1 ? NEG_INF : v;
-#pragma unroll
-        for (int k = 0; k < ROWS_K; ++k) {
-            v += n2 * (i0 + k == 1 ? tgo : tge);
-            cD[k] = NEG_INF; cH[k] = NEG_INF;
-            cV[k] = i0 + k < w1 ? v : NEG_INF;
-        }
-        const bool first3 = three && i0 > 1;  // the lane's first row may come from V (i > 1)
-        // Term `lane` of column c (1 <= c <= w2) for the ring.
-        auto term = [&](long long c) -> long long {
-            if (c > w2 || lane >= ROWS_STRIDE) return 0;
-            const long long cc = off2 + c - 1;
-            if (lane < NRES) return s2[cc * NRES + lane];
-            switch (lane) {
-                case RG_R2: return res[cc];
-                case RG_VST: return start[cc];
-                case RG_VCT: return cont[cc];
-                case RG_RT2: return retype[cc];
-                case RG_BD: return base > 0 ? bD[c] : 0;
-                case RG_BD + 1: return base > 0 ? bH[c] : 0;
-                default: return base > 0 ? bV[c] : 0;
-            }
-        };
-        __syncwarp();  // the previous pass's ring reads and row buffer writes are done
-        if (lane < ROWS_STRIDE) ring[(1 & (ROWS_RING - 1)) * ROWS_STRIDE + lane] = term(1);
-        long long ahead = term(2);
-        long long h0 = 0;                                      // row 0's H (lane 0, first pass)
-        long long oD = NEG_INF, oH = NEG_INF, oV = NEG_INF;  // the lane's last row at its latest column
-        const long long steps = w2 + active - 1;
-        for (long long s = 0; s < steps; ++s) {
-            __syncwarp();  // column s + 1 is in the ring
-            long long xD = __shfl_up_sync(0xffffffffu, oD, 1);
-            long long xH = __shfl_up_sync(0xffffffffu, oH, 1);
-            long long xV = __shfl_up_sync(0xffffffffu, oV, 1);
-            const long long j = s - lane + 1;
-            if (lane < active && j >= 1 && j <= w2) {
-                const long long* p = ring + (j & (ROWS_RING - 1)) * ROWS_STRIDE;
-                const long long r2 = p[RG_R2], vst = p[RG_VST], vct = p[RG_VCT], rt2 = p[RG_RT2];
-                if (lane == 0) {
-                    if (base == 0) {  // row 0, dp_path's border
-                        h0 += n1 * r2 * (j == 1 ? tgo : tge);
-                        xD = NEG_INF; xH = j == w2 ? NEG_INF : h0; xV = NEG_INF;
-                    } else {
-                        xD = p[RG_BD]; xH = p[RG_BD + 1]; xV = p[RG_BD + 2];
-                    }
-                }
-                // H's costs r2 * start1 and r2 * cont1: a sequence's start / cont are go / ge,
-                // tgo / tge at its last column (column_setup with n = 1 and no gap counts).
-                const long long h_go = r2 * go, h_ge = r2 * ge, h_tgo = r2 * tgo, h_tge = r2 * tge;
-                const bool j1 = j > 1, jlast = j == w2;
-                long long dD = aD, dH = aH, dV = aV;  // (i - 1, j - 1)
-                long long uD = xD, uH = xH, uV = xV;  // (i - 1, j)
-                unsigned int pack = 0;
-#pragma unroll
-                for (int k = 0; k < ROWS_K; ++k) {
-                    const bool use3 = (k == 0 ? first3 : three) && j1;
-                    const bool last = k == klast;
-                    const long long lD = cD[k], lH = cH[k], lV = cV[k];  // (i, j - 1)
-                    // D: r1 = 1, retype1 = 0, gap1 = 0 (dp_chunk's th = dH + r2 * rt1, tv = dV + r1 * rt2).
-                    long long td = dD, th = dH, tv = dV + rt2;
-                    bool hv = th > tv;
-                    long long m = hv ? th : tv;
-                    bool dw = td > m;
-                    const long long dc = (dw ? td : m) + p[code[k]];
-                    const int dd = dw ? S_D : ((hv || (seqseq && th == tv)) ? S_H : S_V);
-                    // H: from the left.
-                    const long long corr = last ? h_tgo : h_go;
-                    td = lD + corr;
-                    th = lH + (last ? h_tge : h_ge);
-                    tv = use3 ? lV + corr : EXCLUDED;
-                    const bool vh = tv > th;
-                    m = vh ? tv : th;
-                    dw = td > m;
-                    const long long hc = dw ? td : m;
-                    const int hd = dw ? S_D : (vh ? S_V : S_H);
-                    // V: from above (r1 = 1).
-                    td = uD + vst;
-                    tv = uV + vct;
-                    th = use3 ? uH + vst : EXCLUDED;
-                    hv = th > tv;
-                    m = hv ? th : tv;
-                    dw = td > m;
-                    const long long vc = dw ? td : m;
-                    const int vd = dw ? S_D : (hv ? S_H : S_V);
-                    pack |= (unsigned int)(dd | (hd << 2) | (vd << 4)) << (8 * k);
-                    if (last && jlast) {
-                        final3[3 * q] = dc;
-                        final3[3 * q + 1] = hc;
-                        final3[3 * q + 2] = vc;
-                    }
-                    dD = lD; dH = lH; dV = lV;
-                    uD = dc; uH = hc; uV = vc;
-                    cD[k] = dc; cH[k] = hc; cV[k] = vc;
-                }
-                reinterpret_cast<unsigned int*>(dir)[((j - 1) * R + i0 - 1) / 4] = pack & keep;
-                aD = xD; aH = xH; aV = xV;
-                oD = uD; oH = uH; oV = uV;
-                if (lane == 31 && hand_on) {
-                    bD[j] = uD; bH[j] = uH; bV[j] = uV;
-                }
-            }
-            // Column s + 2 into the ring (its slot's last reader, lane 31, was 32 steps ago), and
-            // the loads of column s + 3 issued now, used next step.
-            if (lane < ROWS_STRIDE && s + 2 <= w2) ring[((s + 2) & (ROWS_RING - 1)) * ROWS_STRIDE + lane] = ahead;
-            ahead = term(s + 3);
-        }
-    }
 }
 
 // dp_scan: the chunks of few merges on concurrent blocks, as dp_pipe, but a chunk takes one whole
@@ -748,12 +516,6 @@ extern "C" __global__ void __launch_bounds__(32 * ROWS_WARPS) dp_rows(DP_FILL_PA
 // Two barriers a row; the chunk's last column of each row goes to the chunk on its right
 // through the boundary rows and counters of dp_pipe (the same tickets, so no deadlock).
 // Cell scores come from cell_scores, written in this frame (frame = 1 there).
-#ifndef SCAN_THREADS  // the loader passes msa.backends.cuda.align's SCAN_THREADS and SCAN_K
-#define SCAN_THREADS 128
-#endif
-#ifndef SCAN_K
-#define SCAN_K 4
-#endif
 #define SCAN_WARPS (SCAN_THREADS / 32)
 static_assert(SCAN_K == 4, "transposed directions are stored as one 32-bit word per thread and row");
 // The scan's identity: below every real candidate, and no sum with it overflows.
@@ -992,7 +754,6 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS) dp_scan(
 // Every lane walks the same path (uniform control flow) through a tile of TB_COLS columns x
 // 8 * TB_WORDS rows of direction bytes in shared memory; lane l stages columns jt - l and
 // jt - l - 32. Lane 0 writes the path.
-#define TB_WARPS 4
 #define TB_COLS 64
 #define TB_WORDS 8
 extern "C" __global__ void __launch_bounds__(32 * TB_WARPS) traceback(
@@ -1042,157 +803,4 @@ extern "C" __global__ void __launch_bounds__(32 * TB_WARPS) traceback(
         else { state = (cell >> 4) & 3; --i; }
     }
     if (lane == 0) lengths[q] = k;
-}
-
-// Field k of a child column after re-typing opens that now continue a run (_add_column).
-__device__ __forceinline__ long long column_field(const int* c, int k, long long shift, long long tshift) {
-    long long v = c[k];
-    if (k == C_GO) v -= shift;
-    if (k == C_GE) v += shift;
-    if (k == C_TGO) v -= tshift;
-    if (k == C_TGE) v += tshift;
-    return v;
-}
-
-__device__ __forceinline__ void start_counts(const int* c, long long w, long long n, long long i,
-                                             long long& o, long long& e, long long& to, long long& te) {
-    if (i >= w) {
-        te = c[(w - 1) * NCNT + C_TGO] + c[(w - 1) * NCNT + C_TGE];
-        o = 0; e = 0; to = n - te;
-        return;
-    }
-    to = c[i * NCNT + C_TGO];
-    te = c[(i - 1) * NCNT + C_TGO] + c[(i - 1) * NCNT + C_TGE];
-    e = c[(i - 1) * NCNT + C_GO] + c[(i - 1) * NCNT + C_GE];
-    o = n - e - to - te;
-}
-
-// Typed counts of a gap column inserted into a profile (c, w, n) before its column i, as
-// cpu/align.build_parent's walk gives them. A run's first column: _start_counts (or all
-// terminal opens at i == 0). Later columns of the run (run = the step before was the same
-// state): the walk's l* recurrence settles after one step on (0, o + e, 0, to + te) of the
-// run's first column, since o + e + to + te = n; at either end all n are terminal extensions.
-__device__ __forceinline__ void gap_counts(const int* c, long long w, long long n, long long i, bool run,
-                                           long long& o, long long& e, long long& to, long long& te) {
-    if (run) {
-        if (i == 0 || i == w) { o = 0; e = 0; to = 0; te = n; return; }
-        start_counts(c, w, n, i, o, e, to, te);
-        e += o; te += to; o = 0; to = 0;
-    } else if (i == 0) {
-        o = 0; e = 0; to = n; te = 0;
-    } else {
-        start_counts(c, w, n, i, o, e, to, te);
-    }
-}
-
-#define BP_THREADS 256
-// A merge's path walked forward by a block of BP_THREADS threads, a step a thread: block prefix
-// sums give step p its (i, j), the columns of P1 (taken by D and V) and of P2 (D and H) that
-// the steps before it took; step(p, state, i, j) runs for every step. build_parent and
-// sequence_slots walk their paths so.
-template <typename Step>
-__device__ __forceinline__ void walk_path(const unsigned char* path, long long length, Step step) {
-    __shared__ int warp_sum[BP_THREADS / 32];
-    __shared__ long long taken[2];
-    const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
-    if (t == 0) { taken[0] = 0; taken[1] = 0; }
-    __syncthreads();
-    for (long long p0 = 0; p0 < length; p0 += BP_THREADS) {
-        const long long p = p0 + t;
-        const bool on = p < length;
-        const int state = on ? path[length - 1 - p] : S_D;
-        // Steps that take a column of P1 (D, V) count in the low half, of P2 (D, H) in the high.
-        const int own = on ? (int)(state != S_H) | ((int)(state != S_V) << 16) : 0;
-        int x = own;
-        for (int d = 1; d < 32; d <<= 1) {
-            const int y = __shfl_up_sync(0xffffffffu, x, d);
-            if (lane >= d) x += y;
-        }
-        if (lane == 31) warp_sum[wid] = x;
-        __syncthreads();
-        int before = x - own;
-        for (int w = 0; w < wid; ++w) before += warp_sum[w];
-        const long long i = taken[0] + (before & 0xFFFF), j = taken[1] + (before >> 16);
-        if (on) step(p, state, i, j);
-        __syncthreads();  // every thread has read taken and warp_sum
-        if (t == BP_THREADS - 1) { taken[0] = i + (own & 0xFFFF); taken[1] = j + (own >> 16); }
-        __syncthreads();
-    }
-}
-
-// One block (BP_THREADS) per merge: cpu/align.build_parent with one thread per path step.
-// A step's P1/P2 columns (i, j) are block prefix sums of the steps before it. Column i of
-// P1 is re-typed (shift of GO into GE, TGO into TGE) only right after a gap run in P1,
-// which started at that same i (the walk resets the shifts at every other step); the
-// same holds for P2.
-extern "C" __global__ void __launch_bounds__(BP_THREADS) build_parent(
-    const long long* __restrict__ info, const int* __restrict__ counts,
-    const unsigned char* __restrict__ paths, const long long* __restrict__ lengths,
-    const long long* __restrict__ parent_off, int* maps, int* parents) {
-    const long long q = blockIdx.x;
-    const long long* in = info + q * N_INFO;
-    const long long w1 = in[I_W1], n1 = in[I_N1], w2 = in[I_W2], n2 = in[I_N2];
-    const long long off1 = in[I_OFF1], off2 = in[I_OFF2];
-    const int* c1 = counts + off1 * NCNT;
-    const int* c2 = counts + off2 * NCNT;
-    const unsigned char* path = paths + in[I_PATH];
-    const bool want = parents != nullptr;  // null: the maps only
-    int* out = want ? parents + parent_off[q] * NCNT : nullptr;
-    const long long length = lengths[q];
-    walk_path(path, length, [&](long long p, int state, long long i, long long j) {
-        if (!want) {
-            if (state != S_H) maps[off1 + i] = (int)p;
-            if (state != S_V) maps[off2 + j] = (int)p;
-            return;
-        }
-        const int prev = p > 0 ? path[length - p] : S_D;
-        long long v[NCNT];
-        if (state == S_D) {
-            const long long s1 = prev == S_H && i > 0 ? c1[i * NCNT + C_GO] : 0;
-            const long long ts1 = prev == S_H ? c1[i * NCNT + C_TGO] : 0;
-            const long long s2 = prev == S_V && j > 0 ? c2[j * NCNT + C_GO] : 0;
-            const long long ts2 = prev == S_V ? c2[j * NCNT + C_TGO] : 0;
-            for (int f = 0; f < NCNT; ++f)
-                v[f] = column_field(c1 + i * NCNT, f, s1, ts1) + column_field(c2 + j * NCNT, f, s2, ts2);
-            maps[off1 + i] = (int)p;
-            maps[off2 + j] = (int)p;
-        } else {
-            const bool h = state == S_H;
-            const int* ck = h ? c2 : c1;           // the profile whose column is kept
-            const long long ik = h ? j : i;
-            const bool shifted = prev == (h ? S_V : S_H);
-            const long long sk = shifted && ik > 0 ? ck[ik * NCNT + C_GO] : 0;
-            const long long tsk = shifted ? ck[ik * NCNT + C_TGO] : 0;
-            long long o, e, to, te;
-            if (h) gap_counts(c1, w1, n1, i, prev == S_H, o, e, to, te);
-            else gap_counts(c2, w2, n2, j, prev == S_V, o, e, to, te);
-            for (int f = 0; f < NCNT; ++f) v[f] = column_field(ck + ik * NCNT, f, sk, tsk);
-            v[C_GO] += o; v[C_GE] += e; v[C_TGO] += to; v[C_TGE] += te;
-            maps[(h ? off2 : off1) + ik] = (int)p;
-        }
-        for (int f = 0; f < NCNT; ++f) out[p * NCNT + f] = (int)v[f];
-    });
-}
-
-// msa add's reading of its merges (the CPU reads the same from the maps: CpuBackend.residue_slots).
-// Merge q aligned the profile (table columns 0 .. w - 1, shared by every merge) with one
-// sequence (the side at columns >= w; P2 only where the profile is one sequence too). One block
-// (BP_THREADS) per merge walks its path (walk_path, as build_parent): a step that takes a
-// residue of the sequence gives it slot = the profile columns taken by the steps before it
-// (those whose parent columns are left of the residue's) and hit = the step is D (a profile
-// column shares the residue's parent column). Residue r of the piece is table column base + r.
-extern "C" __global__ void __launch_bounds__(BP_THREADS) sequence_slots(
-    const long long* __restrict__ info, const unsigned char* __restrict__ paths,
-    const long long* __restrict__ lengths, long long w, long long base, long long* __restrict__ slot,
-    unsigned char* __restrict__ hit) {
-    const long long* in = info + blockIdx.x * N_INFO;
-    const bool seq1 = in[I_OFF1] >= w;  // the sequence is P1
-    const long long first = (seq1 ? in[I_OFF1] : in[I_OFF2]) - base;
-    walk_path(paths + in[I_PATH], lengths[blockIdx.x], [&](long long p, int state, long long i, long long j) {
-        if (seq1 ? state != S_H : state != S_V) {
-            const long long r = first + (seq1 ? i : j);
-            slot[r] = seq1 ? j : i;
-            hit[r] = state == S_D;
-        }
-    });
 }
