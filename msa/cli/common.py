@@ -54,7 +54,7 @@ def _errors() -> Iterator[None]:
 
 def _message(exc: BaseException) -> str:
     """One line, with the file name first for OS errors."""
-    from msa.run import one_line
+    from msa.run.results import one_line
 
     return one_line(exc)
 
