@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from msa.params import FIXED_POINT, NUC_MATCH, NUC_MISMATCH, NUCLEOTIDE_TYPES
+from msa.params import FIXED_POINT, NUC_MATCH, NUC_MISMATCH, NUCLEOTIDE_MATRICES, NUCLEOTIDE_TYPES
 
 #: Internal residue codes, FAMSA's order. Any other letter is scored as X.
 ALPHABET = "ARNDCQEGHILKMFPSTWYVBZX*"
@@ -147,22 +147,6 @@ def detect_seq_type(residues: np.ndarray, offsets: np.ndarray) -> str:
 
 
 _LETTER = np.array([chr(b).isascii() and chr(b).isalpha() for b in range(256)])
-
-
-#: Names of nucleotide scoring schemes (load_matrix builds them, not scoring-matrices).
-NUCLEOTIDE_MATRICES = ("NUC",)
-
-
-def check_matrix_kind(name: str, seq_type: str) -> None:
-    """A one-line ValueError for a protein matrix with nucleotides or the reverse."""
-    nucleotide_matrix = name.upper() in NUCLEOTIDE_MATRICES
-    if seq_type in NUCLEOTIDE_TYPES and not nucleotide_matrix:
-        raise ValueError(
-            f"--matrix {name} is a protein matrix; {seq_type} sequences are scored with "
-            f"{', '.join(NUCLEOTIDE_MATRICES)} (leave --matrix out, or give --seq-type protein)"
-        )
-    if seq_type not in NUCLEOTIDE_TYPES and nucleotide_matrix:
-        raise ValueError(f"--matrix {name} is a nucleotide scheme; protein sequences take a protein matrix")
 
 
 def _nucleotide_matrix() -> np.ndarray:

@@ -66,6 +66,20 @@ NUC_MISMATCH = -1.0
 #: Nucleotide defaults: the NUC scheme and its gap costs, chosen on simulated
 #: DNA families against their true alignments (docs/nucleotides.md).
 NUCLEOTIDE_SCHEME = Scheme("NUC", 3.0, 1.0, 0.6)
+#: Names of nucleotide scoring schemes (msa.alphabet.load_matrix builds them, not scoring-matrices).
+NUCLEOTIDE_MATRICES = ("NUC",)
+
+
+def check_matrix_kind(name: str, seq_type: str) -> None:
+    """A one-line ValueError for a protein matrix with nucleotides or the reverse."""
+    nucleotide_matrix = name.upper() in NUCLEOTIDE_MATRICES
+    if seq_type in NUCLEOTIDE_TYPES and not nucleotide_matrix:
+        raise ValueError(
+            f"--matrix {name} is a protein matrix; {seq_type} sequences are scored with "
+            f"{', '.join(NUCLEOTIDE_MATRICES)} (leave --matrix out, or give --seq-type protein)"
+        )
+    if seq_type not in NUCLEOTIDE_TYPES and nucleotide_matrix:
+        raise ValueError(f"--matrix {name} is a nucleotide scheme; protein sequences take a protein matrix")
 
 
 @dataclass(frozen=True)
@@ -184,8 +198,6 @@ class AlignParams:
             **{f: getattr(scheme, f) for f in ("matrix", "gap_open", "gap_extend", "terminal_gap")
                if getattr(self, f) is None},
         )
-        from msa.alphabet import check_matrix_kind
-
         check_matrix_kind(out.matrix, kind)
         return out
 

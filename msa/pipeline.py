@@ -39,12 +39,12 @@ class PreparedFamily:
         return AlignedRows(self.db.names, self.db.descriptions, self.unique, columns, width, index)
 
 
-def prepare_family(db: SeqDB, params: AlignParams) -> PreparedFamily:
-    """The sequence type settled (:func:`prepare`) and the duplicates found (unless
-    ``params.keep_duplicates``). Raises ValueError for no sequences."""
+def prepare_family(db: SeqDB, params: AlignParams, note: bool = True) -> PreparedFamily:
+    """The sequence type settled (:func:`prepare`, ``note`` as there) and the duplicates found
+    (unless ``params.keep_duplicates``). Raises ValueError for no sequences."""
     if len(db) == 0:
         raise ValueError("no sequences to align")
-    db, params = prepare(db, params)
+    db, params = prepare(db, params, note)
     if params.keep_duplicates:
         reps, inverse = np.arange(len(db)), np.arange(len(db))
     else:
@@ -124,6 +124,16 @@ def align_families(
         for f, (columns, width) in zip(members, aligned):
             out[f] = families[f].aligned(columns, width)
     return out  # type: ignore[return-value]
+
+
+def tree_prepared(family: PreparedFamily, backend: Backend | Callable[[], Backend] | None = None) -> GuideTree:
+    """The guide tree :func:`align_prepared` would build for ``family``, over its distinct
+    sequences (``family.unique.names`` name its leaves); ``msa align --tree-out`` writes it,
+    then aligns along it."""
+    params = family.params
+    backend = _started(backend, params)
+    _set_threads(params.threads)
+    return build_guide_tree(family.unique, params, backend)
 
 
 def _started(backend: Backend | Callable[[], Backend] | None, params: AlignParams) -> Backend:

@@ -1,28 +1,22 @@
 """``msa align``: one family to -o/stdout, or many to -O (in this process or on a Dask cluster)."""
 from __future__ import annotations
 
-import functools
 import os
-import time
 from typing import Annotated, Optional
 
 import typer
 
-from msa._runtime import interrupts
+from msa import run
 from msa.cli.app import app
-from msa.cli.common import _errors, _newick_bytes, _optional_output, _output, _output_note
+from msa.cli.common import _errors, _output_note
 from msa.cli.options import (
     DeviceChoice, DeviceOpt, DistanceChoice, DistanceOpt, ExactOpt, Format, GapExtendOpt, GapOpenOpt,
     GpuMemoryOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt,
     SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt, TerminalGapOpt,
     ThreadsOpt, VerboseOpt, _D, _check_scoring, _memory_cap, _params, _tree_choice, _tree_options,
 )
-from msa.io import read_fasta, write_alignment
-from msa.io.formats import output_size
-from msa.io.output import check_space
 from msa.params import AlignParams
 from msa.progress import Progress
-from msa._runtime.startup import BackendStart, small_input
 
 
 @app.command()
@@ -120,25 +114,13 @@ def align(
         if output_dir is not None:
             _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster, memory_cap)
             return
-        input = inputs[0]
-        start = time.perf_counter()
-        with BackendStart(params.device, memory_cap, small_input(input)) as backend_start:
-            with progress.stage("reading"):
-                db = read_fasta(input)
-            backend_start.sequences(len(db))
-            from msa.pipeline import prepare
-
-            db, run = prepare(db, params, note=False)  # the sequence type, once for the tree and the alignment
-            with _output(output) as out, _optional_output(tree_out) as newick_out:
-                backend = functools.partial(backend_start.backend, quiet=quiet)
-                width, nbytes = _align_to(out, newick_out, db, run, backend, fmt.value, progress)
-                interrupts.finished()  # the outputs are whole: a signal no longer stops their rename
-        kind = f"{run.seq_type}, detected" if params.seq_type == "auto" else run.seq_type
+        done = run.align_one(inputs[0], output, params, fmt=fmt.value, tree_out=tree_out, memory_cap=memory_cap)
+        kind = f"{done.seq_type}, detected" if params.seq_type == "auto" else done.seq_type
         progress.note(
-            f"aligned {len(db)} sequences ({kind}) into {width} columns in {time.perf_counter() - start:.1f} s"
+            f"aligned {done.sequences} sequences ({kind}) into {done.width} columns in {done.seconds:.1f} s"
         )
         if progress.verbose:
-            progress.note(_output_note(output, nbytes))
+            progress.note(_output_note(output, done.nbytes))
 
 
 def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_out: bool, skip_existing: bool) -> None:
@@ -158,30 +140,22 @@ def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_ou
 
 
 def _check_cluster_options(output_dir, device: str, scheduler, workers, gpus) -> dict | None:
-    """``--scheduler``/``--workers``/``--gpus`` (one, with -O, Dask installed) as run_families_dask's keywords."""
-    given = {k: v for k, v in (("scheduler", scheduler), ("workers", workers), ("gpus", gpus)) if v is not None}
-    if not given:
-        return None
-    if output_dir is None:
-        flags = ", ".join(f"--{k}" for k in given)
+    """``--scheduler``/``--workers``/``--gpus``: one, with -O, Dask installed (msa.run.cluster_options)."""
+    if output_dir is None and (scheduler, workers, gpus) != (None, None, None):
+        given = (("scheduler", scheduler), ("workers", workers), ("gpus", gpus))
+        flags = ", ".join(f"--{k}" for k, v in given if v is not None)
         raise ValueError(f"{flags} with -O/--output-dir DIR only (the workers write the families' outputs there)")
-    from msa.distributed import check_options
-
-    check_options(device, **given)
-    return given
+    return run.cluster_options(device, scheduler=scheduler, workers=workers, gpus=gpus)
 
 
 def _align_many(
     inputs: list[str], output_dir: str, params: AlignParams, fmt: str, gzip_out: bool, skip_existing: bool,
     progress: Progress, cluster: dict | None = None, memory_cap: int | None = None,
 ) -> None:
-    """``align -O``: one backend for every family (msa.run), or the families on a Dask cluster
-    (msa.distributed); a failed family is one line, then exit 1."""
-    from msa.run import FamilyResult, plan_run, run_families
+    """``align -O``: the run planned, then run (msa.run); a failed family is one line, then exit 1."""
+    families = run.plan_run(inputs, output_dir, fmt=fmt, gzip=gzip_out, reads=run.tree_file_read(params))
 
-    families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip_out)  # a bad -O fails before any work
-
-    def report(result: FamilyResult) -> None:
+    def report(result: run.FamilyResult) -> None:
         if result.status == "failed":
             progress.error(result.error or result.input)
         elif progress.verbose:
@@ -190,19 +164,10 @@ def _align_many(
                 f"in {result.seconds:.1f} s"
             )
 
-    if cluster is not None:
-        from msa.distributed import run_families_dask
-
-        summary = run_families_dask(
-            families, params, fmt=fmt, skip_existing=skip_existing, progress=progress, on_result=report, **cluster
-        )
-    else:
-        with BackendStart(params.device, memory_cap) as backend_start:
-            backend = functools.partial(backend_start.backend, quiet=params.quiet)
-            summary = run_families(
-                families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, progress=progress,
-                on_result=report,
-            )
+    summary = run.run_families(
+        families, params, fmt=fmt, skip_existing=skip_existing, cluster=cluster, early_start=True,
+        memory_cap=memory_cap, progress=progress, on_result=report,
+    )
     total, failed, skipped = len(summary.results), len(summary.failed), len(summary.skipped)
     parts = [f"{n} {what}" for n, what in ((skipped, "skipped (outputs exist)"), (failed, "failed")) if n]
     progress.note(
@@ -212,28 +177,3 @@ def _align_many(
     if failed:
         progress.error(f"{failed} of {total} families failed")
         raise typer.Exit(1)
-
-
-def _align_to(
-    out, newick_out, db, params: AlignParams, backend, fmt: str, progress: Progress
-) -> tuple[int, int | None]:
-    """The work of ``align`` once the input is read and the outputs are open; the width and
-    the bytes written (None where not counted).
-
-    ``backend`` is a function that waits for the backend's start, called as late as can be.
-    An output that cannot fit even at the longest sequence's width fails before the
-    alignment; write_alignment checks the exact size once the width is known."""
-    from msa.pipeline import align_db, tree_db
-
-    check_space(out, output_size(db.names, db.descriptions, int(db.lengths.max(initial=0)), fmt), at_least=True)
-    guide = None
-    if newick_out is not None:
-        backend = backend()
-        with progress.stage("guide tree"):
-            guide, names = tree_db(db, params, backend)
-        newick_out.write(_newick_bytes(guide, names))
-    aligned = align_db(db, params, backend, tree=guide)  # reports its own stages
-    with progress.stage("writing"):
-        nbytes = write_alignment(out, aligned, fmt)
-    return aligned.width, nbytes
-

@@ -1,4 +1,4 @@
-"""What every command shares: one-line errors and interruptions, atomic outputs."""
+"""What every command shares: one-line errors and interruptions, and its reports."""
 from __future__ import annotations
 
 import contextlib
@@ -10,21 +10,7 @@ import typer
 
 from msa._runtime import interrupts
 from msa.backends import BackendUnavailable, DeviceMemoryError
-from msa.io import InputError, open_output
-
-
-def _output(path: str | None):
-    """An atomic output (msa.io.open_output) whose temporary file no signal can strand."""
-    return interrupts.entered_whole(open_output(path))
-
-
-@contextlib.contextmanager
-def _optional_output(path: str | None) -> Iterator[object]:
-    if path is None:
-        yield None
-    else:
-        with _output(path) as out:
-            yield out
+from msa.io import InputError
 
 
 def _plain(value: object) -> object:
@@ -68,16 +54,9 @@ def _errors() -> Iterator[None]:
 
 def _message(exc: BaseException) -> str:
     """One line, with the file name first for OS errors."""
-    from msa.run import one_line
+    from msa.run.results import one_line
 
     return one_line(exc)
-
-
-def _newick_bytes(guide: object, names: list[str]) -> bytes:
-    from msa.tree import write_newick
-
-    text = write_newick(guide, names)
-    return (text if text.endswith("\n") else text + "\n").encode("utf-8", "surrogateescape")
 
 
 def _output_note(output: str | None, nbytes: int | None) -> str:

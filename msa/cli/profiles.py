@@ -6,17 +6,15 @@ from typing import Annotated
 import typer
 
 from msa.cli.app import app
-from msa.cli.common import _errors, _output
+from msa.cli.common import _errors
 from msa.cli.options import (
     DeviceChoice, DeviceOpt, Format, GapExtendOpt, GapOpenOpt, InFormatOpt, MatrixOpt, OutputOpt,
     QuietOpt, SeqTypeChoice, SeqTypeOpt, TerminalGapOpt, ThreadsOpt, VerboseOpt, _D, _check_scoring,
     _params,
 )
-from msa.io import read_fasta, write_alignment
 from msa.params import AlignParams
 from msa.progress import Progress
-from msa._runtime.forked import ForkedCall
-from msa._runtime.startup import BackendStart, input_bytes
+from msa.run import profiles
 
 
 @app.command()
@@ -39,16 +37,9 @@ def merge(
     """Align two alignments to each other (profile-profile): A's rows then B's, each side's columns in order."""
     with _errors():
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
-        with ForkedCall(_read_merge, first, second, in_format, params, reserve=_reserve(first, second)) as reading, \
-                Progress(quiet=quiet, verbose=verbose).running() as progress, \
-                BackendStart(params.device, numba_on_gpu=False) as backend_start:
-            with progress.stage("reading"):
-                merge = reading.result()  # read and profiled while the backend starts
-            with _output(output) as out:
-                backend = backend_start.backend(quiet=quiet)
-                merged = merge.align(backend)
-                with progress.stage("writing"):
-                    write_alignment(out, merged, fmt.value, backend)
+        progress = Progress(quiet=quiet, verbose=verbose)
+        merge, merged = profiles.merge(first, second, output, params, fmt=fmt.value, in_format=in_format,
+                                       progress=progress)
         a, b = merge.a, merge.b
         progress.note(f"merged {len(a.names)} + {len(b.names)} rows of {a.width} and {b.width} columns "
                       f"into {merged.width} columns")
@@ -79,42 +70,13 @@ def add(
     """Add new sequences to an existing alignment: each aligned to its profile, existing rows kept."""
     with _errors():
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
-        with ForkedCall(_read_addition, existing, new, in_format, params, reserve=_reserve(existing, new)) as reading, \
-                Progress(quiet=quiet, verbose=verbose).running() as progress, \
-                BackendStart(params.device, numba_on_gpu=False) as backend_start:
-            with progress.stage("reading"):
-                addition = reading.result()  # read and profiled while the backend starts
-            with _output(output) as out:
-                backend = backend_start.backend(quiet=quiet)
-                result, dropped = addition.align(backend, keep_length)
-                with progress.stage("writing"):
-                    write_alignment(out, result, fmt.value, backend)
+        progress = Progress(quiet=quiet, verbose=verbose)
+        addition, result, dropped = profiles.add(existing, new, output, params, keep_length=keep_length,
+                                                 fmt=fmt.value, in_format=in_format, progress=progress)
         progress.note(
             f"added {len(addition.new)} sequences to {len(addition.existing.names)} rows: {result.width} columns"
             + (f"; {dropped} inserted residues left out (--keep-length)" if dropped else "")
         )
-
-
-def _read_merge(first: str, second: str, in_format: str, params: AlignParams):
-    """``merge``'s inputs read and profiled (msa.merge.Merge); made in a forked child."""
-    from msa.io.formats import read_alignment
-    from msa.merge import prepare_merge
-
-    return prepare_merge(read_alignment(first, in_format), read_alignment(second, in_format), params)
-
-
-def _read_addition(existing: str, new: str, in_format: str, params: AlignParams):
-    """``add``'s inputs read, the alignment profiled (msa.merge.Addition); made in a forked child."""
-    from msa.io.formats import read_alignment
-    from msa.merge import prepare_addition
-
-    return prepare_addition(read_alignment(existing, in_format), read_fasta(new), params)
-
-
-def _reserve(*paths: str) -> int:
-    """Shared memory for what the reading of ``paths`` returns (msa._runtime.forked.ForkedCall): a
-    residue's byte, code and column (8 bytes) a byte of input at most, and the profile."""
-    return 16 * sum(input_bytes(p) for p in paths) + (64 << 20)
 
 
 def _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet) -> AlignParams:

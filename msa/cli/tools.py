@@ -6,18 +6,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from msa._runtime import interrupts
+from msa import run
 from msa.cli.app import app
-from msa.cli.common import _errors, _newick_bytes, _output, _plain
+from msa.cli.common import _errors, _plain
 from msa.cli.options import (
     DeviceChoice, DeviceOpt, DistanceChoice, DistanceOpt, ExactOpt, GpuMemoryOpt, InputArg, KeepDupOpt,
     LinkageChoice, LinkageOpt, MstOpt, PartsizeOpt, QuietOpt, SeedOpt, SeqTypeChoice, SeqTypeOpt,
     SplitChoice, SplitDistanceOpt, SplitOpt, ThreadsOpt, TreeMethod, VerboseOpt, _D, _memory_cap,
     _params, _tree_options,
 )
-from msa.io import read_fasta
 from msa.progress import Progress
-from msa._runtime.startup import BackendStart
 
 
 @app.command()
@@ -44,23 +42,13 @@ def tree(
     verbose: VerboseOpt = False,
 ) -> None:
     """Build only the guide tree and write it as Newick (leaves named after the sequences)."""
-    with _errors(), Progress(quiet=quiet, verbose=verbose).running() as progress:
+    with _errors(), Progress(quiet=quiet, verbose=verbose).running():
         params = _params(
             guide_tree=method, seq_type=seq_type,
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
         )
-        with BackendStart(params.device, _memory_cap(gpu_memory)) as backend_start:
-            with progress.stage("reading"):
-                db = read_fasta(input)
-            with _output(output) as out:
-                backend = backend_start.backend(quiet=quiet)
-                from msa.pipeline import tree_db
-
-                with progress.stage("guide tree"):
-                    guide, names = tree_db(db, params, backend)
-                out.write(_newick_bytes(guide, names))
-                interrupts.finished()
+        run.tree_one(input, output, params, _memory_cap(gpu_memory))
 
 
 @app.command()

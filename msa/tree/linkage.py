@@ -20,16 +20,6 @@ from msa.tree.guide_tree import GuideTree
 MAFFT_SUEFF = 0.1
 
 
-@njit(cache=True, nogil=True)
-def node_levels(children: np.ndarray, n_leaves: int) -> np.ndarray:
-    """GuideTree.levels: each internal node's level, 1 + the larger of its children's (leaves 0),
-    in one pass over the merges (children are earlier nodes)."""
-    level = np.zeros(n_leaves + len(children), dtype=np.int64)
-    for k in range(len(children)):
-        level[n_leaves + k] = 1 + max(level[children[k, 0]], level[children[k, 1]])
-    return level[n_leaves:]
-
-
 @njit(cache=True, nogil=True, parallel=True)
 def batch_linkage(
     dist: np.ndarray, dist_off: np.ndarray, group_off: np.ndarray, single: bool

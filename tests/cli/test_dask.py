@@ -130,27 +130,27 @@ def _kill_once_plugin(marker: str):
         name = "msa-test-kill-once"
 
         def setup(self, worker) -> None:
-            import msa.run
+            import msa.run.local
 
-            original = self.original = msa.run.write_alignment
+            original = self.original = msa.run.local.write_alignment
 
-            def write_then_die(out, aligned, fmt):
+            def write_then_die(out, aligned, fmt, backend=None):
                 try:
                     fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
                 except FileExistsError:  # killed once already
-                    return original(out, aligned, fmt)
+                    return original(out, aligned, fmt, backend)
                 out.write(b">half an alignment\nMKV")
                 out.flush()
                 os.write(fd, os.readlink(f"/proc/self/fd/{out.fileno()}").encode())  # the .part file (Linux)
                 os.close(fd)
                 os._exit(1)
 
-            msa.run.write_alignment = write_then_die
+            msa.run.local.write_alignment = write_then_die
 
         def teardown(self, worker) -> None:
-            import msa.run
+            import msa.run.local
 
-            msa.run.write_alignment = self.original
+            msa.run.local.write_alignment = self.original
 
     return KillWhileWriting()
 

@@ -114,7 +114,7 @@ def test_too_little_space_fails_before_the_alignment(tmp_path: Path, monkeypatch
 
     out = tmp_path / "out.fa"
     monkeypatch.setattr("msa.io.output.free_bytes", lambda where: 1000)
-    monkeypatch.setattr(msa.pipeline, "align_db", _must_not_run)
+    monkeypatch.setattr(msa.pipeline, "align_prepared", _must_not_run)
     line = _assert_one_line_and_nothing_left(_align(out), out, old=None)
     assert line.endswith("1,000 bytes (1.0 kB) free") and "the output needs at least 55,000 bytes" in line
 

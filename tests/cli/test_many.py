@@ -173,6 +173,7 @@ def test_small_families_share_launches_and_match_alone(tmp_path: Path, singles: 
     the same bytes."""
     import msa.pipeline
     import msa.run
+    import msa.run.local
     from msa import align_files
     from msa.backends.cpu import CpuBackend
     from msa.params import AlignParams
@@ -208,9 +209,9 @@ def test_small_families_share_launches_and_match_alone(tmp_path: Path, singles: 
     # (the budgets stay set from one round to the next; PF00001.100 has 6,121 distinct residues, fam_b 2,954)
     for budget, small, want in [(None, None, [7]), (4500, None, [2, 4]), (None, 2000, [5])]:
         if budget is not None:
-            monkeypatch.setattr(msa.run, "BATCH_RESIDUES", budget)
+            monkeypatch.setattr(msa.run.local, "BATCH_RESIDUES", budget)
         if small is not None:
-            monkeypatch.setattr(msa.run, "SMALL_FAMILY_RESIDUES", small)
+            monkeypatch.setattr(msa.run.local, "SMALL_FAMILY_RESIDUES", small)
         batches.clear()
         folder = tmp_path / f"out-{budget}-{small}"
         summary = align_files([tmp_path / n for n in names], folder, backend=Counting(), device="cpu")

@@ -144,7 +144,7 @@ def test_with_another_thread_running_the_call_is_made_here() -> None:
 
 @needs_fork
 def test_add_and_merge_read_alike_in_a_child_and_here(tmp_path: Path, monkeypatch) -> None:
-    from msa.cli.profiles import _read_addition, _read_merge
+    from msa.run.profiles import _read_addition, _read_merge
     from msa.params import AlignParams
 
     (tmp_path / "a.fa").write_bytes(b">a1 x\nMKV-LAGIVG\n>a2\nMK-WLAGIVG\n>a3\n-KVWLAGIV-\n")

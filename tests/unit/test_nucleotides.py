@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from msa.alignment import check_alignment
-from msa.alphabet import NUC_N, check_matrix_kind, detect_seq_type, encode, load_matrix
+from msa.alphabet import NUC_N, detect_seq_type, encode, load_matrix
+from msa.params import check_matrix_kind
 from msa.backends.cpu import CpuBackend
 from msa.distances.kmers import NUCLEOTIDE, PROTEIN
 from msa.params import NUCLEOTIDE_SCHEME, PROTEIN_SCHEME, AlignParams

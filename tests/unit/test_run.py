@@ -50,3 +50,12 @@ def test_make_output_dir_under_a_file_fails(tmp_path: Path) -> None:
         make_output_dir(str(tmp_path / "file" / "sub"))
     with pytest.raises(NotADirectoryError):
         make_output_dir(str(tmp_path / "file"))
+
+
+def test_plan_run_refuses_an_output_that_is_another_input(tmp_path: Path) -> None:
+    (tmp_path / "F.fa").write_text(">a\nM\n")
+    (tmp_path / "G.aln").write_text(">a\nM\n")
+    (tmp_path / "F.aln").symlink_to("G.aln")  # F.fa's clustal output: the input G.aln by another name
+    with pytest.raises(ValueError, match="its output .*F.aln would replace the input .*G.aln"):
+        plan_run([tmp_path / "G.aln", tmp_path / "F.fa"], tmp_path, fmt="clustal")
+    assert sorted(os.listdir(tmp_path)) == ["F.aln", "F.fa", "G.aln"]

@@ -14,8 +14,8 @@ single-process run's, on any worker: the parameters are frozen and the
 backends keep no state that changes a result.
 
 Dask is an optional extra (``pip install 'msa[dask]'``, ``'msa[dask-gpu]'``
-for dask-cuda); this module imports it only when a run asks for it. Above
-:mod:`msa.run`, below the CLI.
+for dask-cuda); this module imports it only when a run asks for it. Beside
+:mod:`msa.run.local`; :func:`msa.run.run_families` chooses between them.
 """
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ from typing import Any
 from msa.backends import Backend, BackendUnavailable, get_backend
 from msa.params import AlignParams
 from msa.progress import Progress, current
-from msa.run import Family, FamilyResult, RunSummary, _count, _family_error, align_file, pending
+from msa.run.local import align_file
+from msa.run.plan import Family, pending
+from msa.run.results import FamilyResult, RunSummary, count, family_error
 
 #: How often Dask runs a family again after an error in its task (a worker that dies is counted
 #: apart, by the scheduler's ``distributed.scheduler.allowed-failures``, 3 by default).
@@ -181,7 +183,7 @@ def _submit_and_collect(
                 residues += result.residues
                 if on_result is not None:
                     on_result(result)
-                advance(1, description=f"families ({_count(residues)} residues)")
+                advance(1, description=f"families ({count(residues)} residues)")
                 yield result
     finally:
         client.cancel(list(futures), force=True)  # a run that raised leaves nothing running
@@ -196,7 +198,7 @@ def _result_of(future: Any, family: Family) -> FamilyResult:
             raise result
         return result
     name = type(error).__name__
-    return FamilyResult(family.input, family.output, "failed", error=_family_error(family.input, _Named(name, error)))
+    return FamilyResult(family.input, family.output, "failed", error=family_error(family.input, _Named(name, error)))
 
 
 class _Named(Exception):
