@@ -9,7 +9,8 @@ import os
 import sys
 import threading
 
-from msa.backends import Backend, prepare_backend, start_cuda
+from msa._runtime.cuda_start import start_cuda
+from msa.backends import Backend, prepare_backend
 from msa.params import MST_TREE_MAX
 
 #: Under ``--device auto`` a single input file of at most this many bytes (compressed: times
@@ -53,7 +54,7 @@ class BackendStart:
     reads and de-duplicates it, NumPy work that mostly releases the GIL. Two
     threads: one imports the pipeline (Numba) and loads its first compiled
     function; the other imports CuPy while the CUDA context is made through the
-    driver on a third (msa.backends.start_cuda), then, once the pipeline is
+    driver on a third (msa._runtime.cuda_start), then, once the pipeline is
     imported, makes the backend, so the two do not import the same modules at once
     (``numba_on_gpu=False``: a GPU run needs no Numba, and no Numba thread starts unless
     the backend made is the CPU's).
