@@ -170,10 +170,12 @@ def _skip_numba_extensions() -> None:
     every installed distribution (0.2-0.5 s in the device machines' 200-package environment, on
     the thread the main one waits for). msa's compiled functions use no extension, so in msa's
     own processes (the CLI) the search is marked done before it starts; a library user's process
-    is left as it is."""
+    is left as it is, and so is every process where msa's jit hooks are off (MSA_JIT_HOOKS=0)."""
     from numba.core import entrypoints
 
-    if getattr(entrypoints, "_already_initialized", None) is False:
+    from msa._runtime.jit import hooks_off
+
+    if hooks_off() is None and getattr(entrypoints, "_already_initialized", None) is False:
         entrypoints._already_initialized = True
 
 
