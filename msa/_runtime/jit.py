@@ -16,7 +16,7 @@ every ``.py`` file of the package, so a change in a called function in another
 module invalidates its callers too), the Numba version, NumPy's major.minor
 version, the Python version and the CPU (Numba keys its entries on the CPU name
 and features). A checkout or
-an editable install has no ``_jitcache``: there :func:`njit` is ``numba.njit``.
+an editable install has no ``_jitcache``: there every entry is Numba's own cache's.
 
 Loading a cached entry, msa skips work Numba does in every process (see
 :meth:`_LazyCache.load_overload`). This uses Numba internals (:data:`_INTERNALS`), so the
@@ -24,7 +24,9 @@ hooks are on only where all of them are as expected, for the Numba versions CI t
 (:data:`NUMBA_TESTED`, the pin in pyproject.toml), and unless ``MSA_JIT_HOOKS=0``;
 otherwise :func:`njit` is ``numba.njit`` and nothing of Numba is touched. Whatever the
 hooks replace is replaced only while msa's own dispatcher loads an entry, holding Numba's
-compiler lock, and restored after: a user's own ``numba.njit`` code never sees them.
+compiler lock, and restored after: a user's own ``numba.njit`` code never sees them. What
+stays is what any load leaves: Numba's runtime, initialised once a process (from the shipped
+machine code of its module), and the loaded functions' environments.
 """
 from __future__ import annotations
 
