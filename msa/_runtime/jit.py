@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib
 import inspect
 import os
 import pickle
@@ -168,8 +169,6 @@ def _major_minor(version: str) -> tuple[int, int]:
 
 def _internal(name: str) -> Any:
     """``module:dotted.name``'s object, or None where the module or a name is missing."""
-    import importlib
-
     module, _, path = name.partition(":")
     try:
         value: Any = importlib.import_module(module)
