@@ -16,20 +16,28 @@ every ``.py`` file of the package, so a change in a called function in another
 module invalidates its callers too), the Numba version, NumPy's major.minor
 version, the Python version and the CPU (Numba keys its entries on the CPU name
 and features). A checkout or
-an editable install has no ``_jitcache``: there :func:`njit` is ``numba.njit``.
+an editable install has no ``_jitcache``: there every entry is Numba's own cache's.
 
-This uses Numba's cache classes (``numba.core.caching``) and the dispatcher's
-``_cache`` attribute, internals that may change between Numba versions: if they
-are not as expected, :func:`njit` falls back to plain ``numba.njit(cache=True)``.
+Loading a cached entry, msa skips work Numba does in every process (see
+:meth:`_LazyCache.load_overload`). This uses Numba internals (:data:`_INTERNALS`), so the
+hooks are on only where all of them are as expected, for the Numba versions CI tests
+(:data:`NUMBA_TESTED`, the pin in pyproject.toml), and unless ``MSA_JIT_HOOKS=0``;
+otherwise :func:`njit` is ``numba.njit`` and nothing of Numba is touched. Whatever the
+hooks replace is replaced only while msa's own dispatcher loads an entry, holding Numba's
+compiler lock, and restored after: a user's own ``numba.njit`` code never sees them. What
+stays is what any load leaves: Numba's runtime, initialised once a process (from the shipped
+machine code of its module), and the loaded functions' environments.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import hashlib
+import importlib
 import inspect
 import os
 import pickle
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -44,22 +52,146 @@ SHIPPED = PACKAGE / "_jitcache"
 BUILD_ENV = "MSA_JITCACHE_BUILD_DIR"
 
 
+#: The Numba versions the hooks are tested with (CI): from the first up to, not including, the
+#: second. pyproject.toml pins Numba to the same range (tests/unit/test_jit_hooks.py checks
+#: both); raise it only once CI has run the new Numba.
+NUMBA_TESTED = ("0.58", "0.69")
+#: ``MSA_JIT_HOOKS=0`` turns the hooks off: :func:`njit` is ``numba.njit``, shipped code unread.
+HOOKS_ENV = "MSA_JIT_HOOKS"
+
+#: What the hooks use of Numba and llvmlite: ``module:name`` and the parameters the hooks pass
+#: (None: an attribute only). Anything missing, or called with other parameters, in the
+#: installed Numba turns the hooks off (:func:`hooks_off`), checked before any is used.
+_INTERNALS: dict[str, str | None] = {
+    # The shipped-first cache (ShippedFirstCache) set as the dispatcher's ``_cache``.
+    "numba.core.caching:FunctionCache.__init__": "py_func",
+    "numba.core.caching:FunctionCache.load_overload": "sig target_context",
+    "numba.core.caching:FunctionCache._load_overload": "sig target_context",
+    "numba.core.caching:FunctionCache._save_overload": "sig data",
+    "numba.core.caching:FunctionCache._index_key": "sig codegen",
+    "numba.core.caching:FunctionCache._guard_against_spurious_io_errors": "",
+    "numba.core.caching:CompileResultCacheImpl.rebuild": "target_context payload",
+    "numba.core.caching:CompileResultCacheImpl.reduce": "cres",
+    "numba.core.caching:CompileResultCacheImpl.check_cachable": "cres",
+    "numba.core.caching:CompileResultCacheImpl.filename_base": None,
+    "numba.core.caching:IndexDataCacheFile.__init__": "cache_path filename_base source_stamp",
+    "numba.core.caching:IndexDataCacheFile.load": "key",
+    "numba.core.caching:IndexDataCacheFile.save": "key data",
+    "numba.core.compiler_lock:global_compiler_lock": None,
+    # Entries loaded without parsing their bitcode (_object_symbols).
+    "numba.core.codegen:JITCPUCodegen._library_class": None,
+    "numba.core.codegen:JITCPUCodegen.create_library": "name **kwargs",
+    "numba.core.codegen:JITCPUCodegen.unserialize_library": "serialized",
+    "numba.core.codegen:JITCPUCodegen.magic_tuple": "",
+    "numba.core.codegen:JITCodeLibrary._unserialize": "codegen state",
+    "numba.core.codegen:JITCodeLibrary.enable_object_caching": "",
+    "numba.core.codegen:JITCodeLibrary._set_compiled_object": "value",
+    "numba.core.codegen:JITCodeLibrary._finalize_final_module": "",
+    "numba.core.codegen:JITCodeLibrary._get_module_for_linking": "",
+    "llvmlite.binding:parse_bitcode": "bitcode context",
+    # Environments rebuilt without imports (_environments_without_imports).
+    "numba.core.environment:_rebuild_env": "modname consts env_name",
+    "numba.core.environment:lookup_environment": "env_name",
+    "numba.core.environment:Environment._memo": None,
+    # Numba's runtime from shipped machine code (_initialize_runtime).
+    "numba.core.runtime:rtsys.initialize": "ctx",
+    "numba.core.runtime:rtsys._init": None,
+    "numba.core.runtime.nrtdynmod:compile_nrt_functions": "ctx",
+    "numba.core.runtime.nrtdynmod:create_nrt_module": "ctx",
+    "numba.core.codegen:JITCodeLibrary.add_ir_module": "ir_module",
+    "numba.core.codegen:JITCodeLibrary.finalize": "",
+    "numba.core.codegen:JITCodeLibrary.serialize_using_object_code": "",
+    "numba.core.config:DEBUG_NRT": None,
+}
+#: Names these Numba functions must read for what the hooks set to take effect: the dispatcher
+#: loads and saves through ``_cache``; a codegen unserializes through ``_library_class``; a
+#: library links the bitcode ``_shared_module`` holds.
+_READS = {
+    "numba.core.dispatcher:Dispatcher.compile": ("_cache", "load_overload", "save_overload"),
+    "numba.core.codegen:JITCPUCodegen.unserialize_library": ("_library_class", "_unserialize"),
+    "numba.core.codegen:JITCodeLibrary._get_module_for_linking": ("_shared_module",),
+}
+
+
 def njit(**options: Any) -> Callable[[Callable], Any]:
-    """``numba.njit(**options)``; with ``cache=True`` the shipped cache is read first."""
-    cache = options.pop("cache", False)
+    """``numba.njit(**options)``; with ``cache=True`` and the hooks on, the shipped cache is
+    read first and cached entries load msa's way."""
 
     def wrap(fn: Callable) -> Any:
-        dispatcher = numba.njit(**options)(fn)
-        if cache:
-            _enable_caching(dispatcher)
+        if not options.get("cache") or hooks_off() is not None:
+            return numba.njit(**options)(fn)
+        dispatcher = numba.njit(**{k: v for k, v in options.items() if k != "cache"})(fn)
+        dispatcher._cache = _LazyCache(dispatcher.py_func)  # what enable_caching sets, made lazily
         return dispatcher
 
     return wrap
 
 
-def _enable_caching(dispatcher: Any) -> None:
-    """What ``Dispatcher.enable_caching`` does (it sets ``_cache`` only), made lazily."""
-    dispatcher._cache = _LazyCache(dispatcher.py_func)
+@functools.cache
+def hooks_off() -> str | None:
+    """Why the hooks are off in this process (None: they are on). The wheel build compiles
+    through them, so there a reason is an error."""
+    reason = _hooks_problem()
+    if reason is not None and _build_dir() is not None:
+        raise RuntimeError(f"msa's wheel build compiles through msa._runtime.jit's hooks, which are off: {reason} "
+                           "(HATCH_BUILD_NO_HOOKS=true builds a wheel without compiled code)")
+    return reason
+
+
+def _hooks_problem() -> str | None:
+    if os.environ.get(HOOKS_ENV, "").strip().lower() in ("0", "false", "no", "off"):
+        return f"{HOOKS_ENV}={os.environ[HOOKS_ENV]}"
+    if not numba_tested(numba.__version__):
+        return f"Numba {numba.__version__} is not in the tested range {NUMBA_TESTED[0]} to {NUMBA_TESTED[1]}"
+    for name, params in _INTERNALS.items():
+        value = _internal(name)
+        if value is None:
+            return f"{name} is missing"
+        if params is not None and _parameters(value) != params:
+            return f"{name} takes ({_parameters(value)}), not ({params})"
+    for name, reads in _READS.items():
+        code = getattr(_internal(name), "__code__", None)
+        if code is None or not set(reads) <= set(code.co_names):
+            return f"{name} does not read {', '.join(reads)}"
+    return None
+
+
+def numba_tested(version: str) -> bool:
+    """Whether Numba ``version`` is in :data:`NUMBA_TESTED` (by major.minor)."""
+    low, high = (_major_minor(v) for v in NUMBA_TESTED)
+    return low <= _major_minor(version) < high
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match[1]), int(match[2])) if match else (0, 0)
+
+
+def _internal(name: str) -> Any:
+    """``module:dotted.name``'s object, or None where the module or a name is missing."""
+    module, _, path = name.partition(":")
+    try:
+        value: Any = importlib.import_module(module)
+    except ImportError:
+        return None
+    for part in path.split("."):
+        value = getattr(value, part, _MISSING)
+        if value is _MISSING:
+            return None
+    return value
+
+
+_MISSING = object()
+
+
+def _parameters(fn: Any) -> str | None:
+    """``fn``'s parameters as the hooks pass them (``self`` and ``cls`` left out)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    return " ".join(kinds.get(p.kind, "") + p.name for p in parameters if p.name not in ("self", "cls"))
 
 
 class _LazyCache:
@@ -86,30 +218,33 @@ class _LazyCache:
         """Numba's ``load_overload`` without its refresh of every typing and lowering registry
         first (0.3-0.5 s, paid by the first cached function of a run). A cached entry is
         linked machine code: it needs Numba's runtime (``rtsys``), which is initialised here,
-        and none of the registries; compiling a miss refreshes them itself."""
-        cache = self._made()
-        try:
-            from numba.core.runtime import rtsys
+        and none of the registries; compiling a miss refreshes them itself. Numba's compiler
+        lock (reentrant; the dispatcher holds it already) is held throughout, so no other
+        compile or load, of msa's or a user's, runs while the swaps below are in place."""
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.runtime import rtsys
 
-            guard, load = cache._guard_against_spurious_io_errors, cache._load_overload
-        except (ImportError, AttributeError):  # Numba's internals changed: its own way
-            return cache.load_overload(sig, target_context)
-        _load_symbols_from_object(target_context.codegen())
-        _initialize_runtime(rtsys, target_context)
-        with guard(), _environments_without_imports():
-            return load(sig, target_context)
+        cache = self._made()
+        with global_compiler_lock:
+            _initialize_runtime(rtsys, target_context)
+            with cache._guard_against_spurious_io_errors(), _environments_without_imports(), \
+                    _object_symbols(target_context.codegen()):
+                return cache._load_overload(sig, target_context)
 
 
 @contextlib.contextmanager
-def _replaced(module: Any, name: str, value: Any) -> Iterator[None]:
-    """``module.name`` is ``value`` inside the block. Used inside ``load_overload``, which the
-    dispatcher calls holding Numba's compiler lock, so no other compile or load sees the swap."""
-    original = getattr(module, name)
-    setattr(module, name, value)
+def _replaced(owner: Any, name: str, value: Any) -> Iterator[None]:
+    """``owner.name`` is ``value`` inside the block, as it was after (an attribute the object
+    did not hold itself is removed again, so its class's shows through)."""
+    own = vars(owner).get(name, _MISSING)
+    setattr(owner, name, value)
     try:
         yield
     finally:
-        setattr(module, name, original)
+        if own is _MISSING:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, own)
 
 
 @contextlib.contextmanager
@@ -124,14 +259,9 @@ def _environments_without_imports() -> Iterator[None]:
     globals; msa compiles nopython code only, and Numba's own implementation modules hold
     nothing else. So an environment of a ``numba.*`` module that is not imported yet gets a
     globals dict naming the module (what caching it again needs) instead of the module's own."""
-    try:
-        from numba.core import environment
+    from numba.core import environment
 
-        rebuild, lookup, env_class = environment._rebuild_env, environment.lookup_environment, environment.Environment
-        env_class._memo  # noqa: B018
-    except (ImportError, AttributeError):  # Numba's internals changed: its own way
-        yield
-        return
+    rebuild, lookup, env_class = environment._rebuild_env, environment.lookup_environment, environment.Environment
 
     def rebuild_lazily(modname: str, consts: list, env_name: str) -> Any:
         if not isinstance(modname, str) or modname in sys.modules or not modname.startswith("numba."):
@@ -154,18 +284,13 @@ def _initialize_runtime(rtsys: Any, target_context: Any) -> None:
     2-core dev machine, 38 ms on the device hosts; docs/compiled-code.md, session 12). Building
     (msa._runtime.precompile), the module is compiled with object caching and saved for the wheel.
     Numba's own way where the runtime is initialised already, its debug build is asked for
-    (NUMBA_DEBUG_NRT), nothing is shipped, or Numba's internals changed."""
-    try:
-        from numba.core.runtime import nrtdynmod
+    (NUMBA_DEBUG_NRT) or nothing is shipped."""
+    from numba.core.runtime import nrtdynmod
 
-        nrtdynmod.compile_nrt_functions, nrtdynmod.create_nrt_module  # noqa: B018
-        numbas_way = rtsys._init or numba.config.DEBUG_NRT  # (every load: only the first goes on)
-    except (ImportError, AttributeError):
-        numbas_way = True
-    if not numbas_way:
-        path = _runtime_file(_build_dir() or SHIPPED, target_context.codegen())
-        numbas_way = _build_dir() is None and not path.is_file()
-    if numbas_way:
+    if rtsys._init:  # every load calls this: only the first goes on
+        return
+    path = _runtime_file(_build_dir() or SHIPPED, target_context.codegen())
+    if numba.core.config.DEBUG_NRT or (_build_dir() is None and not path.is_file()):
         rtsys.initialize(target_context)
         return
 
@@ -195,8 +320,9 @@ def _runtime_file(folder: Path, codegen: Any) -> Path:
     return folder / f"nrt-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pkl"
 
 
-def _load_symbols_from_object(codegen: Any) -> None:
-    """Make ``codegen`` load cache entries without parsing their linking bitcode (once a process).
+@contextlib.contextmanager
+def _object_symbols(codegen: Any) -> Iterator[None]:
+    """Inside the block ``codegen`` loads cache entries without parsing their linking bitcode.
 
     A cache entry holds a function's object code and the bitcode other functions link against
     when they are compiled. Numba parses that bitcode on every load and walks it to learn the
@@ -205,27 +331,29 @@ def _load_symbols_from_object(codegen: Any) -> None:
     from the object's ELF symbol table (a superset of the bitcode's: checked for every entry
     in tests/unit/test_jitcache.py) and the bitcode is parsed the first time a compile links
     the function. Objects that are not 64-bit little-endian ELF load as Numba loads them.
+    The codegen's library class is swapped for the block only: libraries made outside it
+    (any compile, a user's loads) are Numba's own.
     """
-    base = getattr(codegen, "_library_class", None)
-    if base is None or getattr(base, "_defers_linking_bitcode", False):
-        return
-    try:
-        from llvmlite import binding as ll
-        from numba.core.codegen import JITCodeLibrary
+    from numba.core.codegen import JITCodeLibrary
 
-        if not issubclass(base, JITCodeLibrary):
-            return
-        for name in ("enable_object_caching", "_set_compiled_object", "_finalize_final_module",
-                     "_get_module_for_linking"):
-            getattr(base, name)
-        codegen._engine._defined_symbols  # noqa: B018  (what Numba's eager load fills)
-    except (ImportError, AttributeError):  # Numba's internals changed: its own way
+    base = getattr(codegen, "_library_class", None)
+    engine = getattr(codegen, "_engine", None)
+    if not (isinstance(base, type) and issubclass(base, JITCodeLibrary)
+            and isinstance(getattr(engine, "_defined_symbols", None), set)):
+        yield  # not the CPU codegen Numba has now: its own way
         return
+    with _replaced(codegen, "_library_class", _object_symbols_library(base)):
+        yield
+
+
+@functools.cache
+def _object_symbols_library(base: type) -> type:
+    """``base`` (Numba's JIT library class), loading entries by their object's symbols."""
+    from llvmlite import binding as ll
 
     class ObjectSymbolsLibrary(base):  # type: ignore[misc, valid-type]
         """A JIT library whose cached bitcode is parsed when a compile first links it."""
 
-        _defers_linking_bitcode = True
         _linking_bitcode: bytes | None = None
 
         @classmethod
@@ -248,7 +376,7 @@ def _load_symbols_from_object(codegen: Any) -> None:
                 self._linking_bitcode = None
             return super()._get_module_for_linking()
 
-    codegen._library_class = ObjectSymbolsLibrary
+    return ObjectSymbolsLibrary
 
 
 #: ELF64 section header and symbol table entry (little-endian), as the System V ABI lays them out.
@@ -286,7 +414,7 @@ def _make_cache(py_func: Callable) -> Any:
     if folder is not None:
         try:
             return _cache_class()(py_func, folder, build=_build_dir() is not None)
-        except Exception:  # Numba's internals changed: behave as numba.njit(cache=True)
+        except Exception:  # Numba's Cache made other attributes: behave as numba.njit(cache=True)
             if _build_dir() is not None:
                 raise
     from numba.core.caching import FunctionCache
@@ -352,11 +480,9 @@ def _cache_class() -> type:
 
         def __init__(self, py_func: Callable, folder: Path, build: bool) -> None:
             super().__init__(py_func)
-            # What the methods below use of Numba's Cache: missing in some Numba, the caller falls back.
-            for name in ("_index_key", "_enabled", "_impl"):
-                getattr(self, name)
-            for name in ("rebuild", "reduce", "check_cachable", "filename_base"):
-                getattr(self._impl, name)
+            # What the methods below use of the instance Numba's Cache made (its class's methods
+            # are checked by hooks_off): missing in some Numba, the caller falls back.
+            self._impl, self._enabled  # noqa: B018
             self._folder = folder
             self._build = build
             self._lock_file: Any = None

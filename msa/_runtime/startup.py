@@ -9,7 +9,8 @@ import os
 import sys
 import threading
 
-from msa.backends import Backend, prepare_backend, start_cuda
+from msa._runtime.cuda_start import start_cuda
+from msa.backends import Backend, prepare_backend
 from msa.params import MST_TREE_MAX
 
 #: Under ``--device auto`` a single input file of at most this many bytes (compressed: times
@@ -53,7 +54,7 @@ class BackendStart:
     reads and de-duplicates it, NumPy work that mostly releases the GIL. Two
     threads: one imports the pipeline (Numba) and loads its first compiled
     function; the other imports CuPy while the CUDA context is made through the
-    driver on a third (msa.backends.start_cuda), then, once the pipeline is
+    driver on a third (msa._runtime.cuda_start), then, once the pipeline is
     imported, makes the backend, so the two do not import the same modules at once
     (``numba_on_gpu=False``: a GPU run needs no Numba, and no Numba thread starts unless
     the backend made is the CPU's).
@@ -169,10 +170,12 @@ def _skip_numba_extensions() -> None:
     every installed distribution (0.2-0.5 s in the device machines' 200-package environment, on
     the thread the main one waits for). msa's compiled functions use no extension, so in msa's
     own processes (the CLI) the search is marked done before it starts; a library user's process
-    is left as it is."""
+    is left as it is, and so is every process where msa's jit hooks are off (MSA_JIT_HOOKS=0)."""
     from numba.core import entrypoints
 
-    if getattr(entrypoints, "_already_initialized", None) is False:
+    from msa._runtime.jit import hooks_off
+
+    if hooks_off() is None and getattr(entrypoints, "_already_initialized", None) is False:
         entrypoints._already_initialized = True
 
 

@@ -319,7 +319,7 @@ def test_functions_loaded_without_registries_still_run(tmp_path: Path) -> None:
 
 def test_object_symbols_cover_the_linking_bitcode() -> None:
     """What a cache load reads from the object's ELF symbol table instead of parsing the bitcode
-    (msa._runtime.jit._load_symbols_from_object) names every symbol the bitcode defines, for functions
+    (msa._runtime.jit._object_symbols) names every symbol the bitcode defines, for functions
     of the kinds msa compiles (parallel and nogil; one that calls others), compiled afresh here
     so that their object code and bitcode are what a cache entry would hold."""
     import numba

@@ -179,25 +179,25 @@ def test_the_primary_context_is_made_through_the_driver(monkeypatch) -> None:
     (the one CuPy's runtime then uses); a failing step stops there, a missing driver is quiet."""
     import ctypes
 
-    import msa.backends as backends
+    import msa._runtime.cuda_start as cuda_start
 
     driver = _FakeDriver()
     monkeypatch.setattr(ctypes, "CDLL", lambda name: driver)
-    backends._retain_primary_context(3)
+    cuda_start._retain_primary_context(3)
     assert [c[0] for c in driver.calls] == ["cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain"]
     assert driver.calls[1][2] == 3
     for failing, made in (("cuInit", 1), ("cuDeviceGet", 2)):
         driver = _FakeDriver(failing)
         monkeypatch.setattr(ctypes, "CDLL", lambda name: driver)
-        backends._retain_primary_context(0)
+        cuda_start._retain_primary_context(0)
         assert len(driver.calls) == made
 
     def missing(name):
         raise OSError(f"{name}: cannot open shared object file")
 
     monkeypatch.setattr(ctypes, "CDLL", missing)
-    backends._retain_primary_context(0)  # nothing raised
-    backends.start_cuda(0)  # nor here, whatever this machine has
+    cuda_start._retain_primary_context(0)  # nothing raised
+    cuda_start.start_cuda(0)  # nor here, whatever this machine has
 
 
 def test_the_cuda_backend_imports_no_numba() -> None:
