@@ -129,6 +129,8 @@ class AlignParams:
     threads: int = 0
     device: Device = "auto"
     quiet: bool = False
+    #: gzip's level for ``.gz`` outputs (1 fastest, 9 smallest).
+    gzip_level: int = 6
 
     def __post_init__(self) -> None:
         if any(g is not None and g < 0 for g in (self.gap_open, self.gap_extend, self.terminal_gap)):
@@ -163,6 +165,8 @@ class AlignParams:
             raise ValueError(f"unknown distance {self.distance!r}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}")
+        if self.gzip_level not in range(1, 10):
+            raise ValueError(f"gzip level must be 1 to 9, got {self.gzip_level}")
 
     def with_(self, **changes: object) -> "AlignParams":
         return replace(self, **changes)

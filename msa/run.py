@@ -25,6 +25,7 @@ hand families to workers that each keep their own backend.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Literal, Union
 from msa.backends import Backend, DeviceMemoryError, get_backend
 from msa._runtime.interrupts import entered_whole
 from msa.io import FORMAT_SUFFIXES, FORMATS, InputError, open_output, read_fasta, write_alignment
+from msa.io.output import remove_stale_parts
 from msa.params import AlignParams
 from msa.progress import Progress, current
 
@@ -44,8 +46,8 @@ if TYPE_CHECKING:
 FASTA_SUFFIXES = (".fa", ".fasta", ".faa", ".fas", ".fsa", ".mfa", ".seq")
 
 #: What fails one family (a bad or unreadable input, a full disk, too little device memory
-#: under --gpu-memory); the run goes on without it.
-FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError, DeviceMemoryError)
+#: under --gpu-memory, too little host memory); the run goes on without it.
+FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError, DeviceMemoryError, MemoryError)
 
 #: Families of at most this many distinct residues are aligned in batches with others
 #: (a 1,000-sequence Pfam family has 0.1-0.5 x 10^6; 10^4 sequences ~3 x 10^6): a small
@@ -270,7 +272,7 @@ def _write(read: _ReadFamily, aligned, fmt: str, align_seconds: float) -> Family
     start = time.perf_counter()
     family = read.family
     try:
-        with entered_whole(open_output(family.output)) as out, current().stage("writing"):
+        with entered_whole(open_output(family.output, read.prepared.params.gzip_level)) as out, current().stage("writing"):
             write_alignment(out, aligned, fmt)
     except FAMILY_ERRORS as exc:
         return _failed(family, exc, read.seconds + align_seconds + time.perf_counter() - start)
@@ -386,6 +388,7 @@ def plan_run(
             size = -1  # align_file reports it
         families.append(Family(path, output, size))
     make_output_dir(out_dir)
+    remove_stale_parts(out_dir, [os.path.basename(f.output) for f in families])  # a killed run's
     return families
 
 
@@ -438,18 +441,31 @@ def make_output_dir(path: str) -> None:
     os.unlink(probe)
 
 
-def one_line(exc: BaseException) -> str:
-    """An error as one line, with the file name first for OS errors."""
-    if isinstance(exc, OSError) and exc.strerror:
+def one_line(exc: BaseException | str) -> str:
+    """An error (or a name) as one line, with the file name first for OS errors; control
+    characters escaped (a file name with a newline or an escape sequence prints as ``\\n``,
+    ``\\x1b``), odd bytes of names as ``\\xff``."""
+    if isinstance(exc, str):
+        text = exc
+    elif isinstance(exc, OSError) and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
     else:
         text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
+    return " ".join(_CONTROL.sub(_escaped, text.strip()).split())
+
+
+#: What one_line escapes: C0 and C1 control characters, DEL, and bytes kept by surrogateescape.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code - 0xDC00:02x}" if code >= 0xDC80 else repr(match[0])[1:-1]
 
 
 def _family_error(input: str, exc: BaseException) -> str:
-    text = one_line(exc)
-    return text if text.startswith(input) else f"{input}: {text}"
+    text, name = one_line(exc), one_line(input)
+    return text if text.startswith(name) else f"{name}: {text}"
 
 
 def _count(n: int) -> str:

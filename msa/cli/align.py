@@ -13,7 +13,7 @@ from msa.cli.app import app
 from msa.cli.common import _errors, _newick_bytes, _optional_output, _output, _output_note
 from msa.cli.options import (
     DeviceChoice, DeviceOpt, DistanceChoice, DistanceOpt, ExactOpt, Format, GapExtendOpt, GapOpenOpt,
-    GpuMemoryOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt,
+    GpuMemoryOpt, GzipLevelOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt,
     SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt, TerminalGapOpt,
     ThreadsOpt, VerboseOpt, _D, _check_scoring, _memory_cap, _params, _tree_choice, _tree_options,
 )
@@ -47,6 +47,7 @@ def align(
         ),
     ] = None,
     gzip_out: Annotated[bool, typer.Option("--gzip", help="With -O: gzip each output (its name ends .gz).")] = False,
+    gzip_level: GzipLevelOpt = _D.gzip_level,
     skip_existing: Annotated[
         bool,
         typer.Option("--skip-existing", help="With -O: skip inputs whose output exists (resumes a run)."),
@@ -109,7 +110,7 @@ def align(
             seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
-            **_tree_choice(tree),
+            gzip_level=gzip_level, **_tree_choice(tree),
         )
         if tree_out is not None and params.tree_file is not None:
             raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
@@ -129,7 +130,7 @@ def align(
             from msa.pipeline import prepare
 
             db, run = prepare(db, params, note=False)  # the sequence type, once for the tree and the alignment
-            with _output(output) as out, _optional_output(tree_out) as newick_out:
+            with _output(output, params.gzip_level) as out, _optional_output(tree_out) as newick_out:
                 backend = functools.partial(backend_start.backend, quiet=quiet)
                 width, nbytes = _align_to(out, newick_out, db, run, backend, fmt.value, progress)
                 interrupts.finished()  # the outputs are whole: a signal no longer stops their rename
