@@ -13,10 +13,11 @@ from msa.cli.app import app
 from msa.cli.common import _errors, _newick_bytes, _optional_output, _output, _output_note
 from msa.cli.options import (
     DeviceChoice, DeviceOpt, DistanceChoice, DistanceOpt, ExactOpt, Format, GapExtendOpt, GapOpenOpt,
-    GpuMemoryOpt, GzipLevelOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt,
-    SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt, TerminalGapOpt,
+    GpuMemoryOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt,
+    ConnectTimeoutOpt, GzipLevelOpt, SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt, TerminalGapOpt,
     ThreadsOpt, VerboseOpt, _D, _check_scoring, _memory_cap, _params, _tree_choice, _tree_options,
 )
+from msa.distributed import CONNECT_TIMEOUT
 from msa.io import read_fasta, write_alignment
 from msa.io.formats import output_size
 from msa.io.output import check_space
@@ -60,6 +61,7 @@ def align(
             "its workers must see the inputs and -O at the same paths. Needs msa[dask].",
         ),
     ] = None,
+    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
     workers: Annotated[
         Optional[int],
         typer.Option(
@@ -119,7 +121,10 @@ def align(
         _check_scoring(params)  # an unknown matrix fails before any work
         memory_cap = _memory_cap(gpu_memory)
         if output_dir is not None:
-            _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster, memory_cap)
+            _align_many(
+                inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster, memory_cap,
+                connect_timeout,
+            )
             return
         input = inputs[0]
         start = time.perf_counter()
@@ -175,6 +180,7 @@ def _check_cluster_options(output_dir, device: str, scheduler, workers, gpus) ->
 def _align_many(
     inputs: list[str], output_dir: str, params: AlignParams, fmt: str, gzip_out: bool, skip_existing: bool,
     progress: Progress, cluster: dict | None = None, memory_cap: int | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT,
 ) -> None:
     """``align -O``: one backend for every family (msa.run), or the families on a Dask cluster
     (msa.distributed); a failed family is one line, then exit 1."""
@@ -195,7 +201,8 @@ def _align_many(
         from msa.distributed import run_families_dask
 
         summary = run_families_dask(
-            families, params, fmt=fmt, skip_existing=skip_existing, progress=progress, on_result=report, **cluster
+            families, params, fmt=fmt, skip_existing=skip_existing, progress=progress, on_result=report,
+            connect_timeout=connect_timeout, **cluster,
         )
     else:
         with BackendStart(params.device, memory_cap) as backend_start:
