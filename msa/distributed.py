@@ -239,23 +239,23 @@ def _client(
     # No dashboard, and the scheduler's HTTP server on a free port (distributed's default, 8787,
     # may be taken: it warns and moves). Workers log at ERROR when a heartbeat meets the
     # scheduler closing at the end of the run; task failures reach the client as exceptions.
-    scratch = tempfile.TemporaryDirectory(prefix="msa-dask-")
-    quiet_logs = dict(
-        silence_logs=logging.CRITICAL, dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
-        local_directory=scratch.name,
-    )
-    cuda = _local_cuda_workers(params.device, workers, gpus)
-    if cuda:
-        from dask_cuda import LocalCUDACluster
+    import dask
 
-        cluster = LocalCUDACluster(n_workers=cuda, threads_per_worker=1, **quiet_logs)
-    else:
-        assert workers is not None
-        if params.threads == 0:  # "every core", shared among the workers
-            params = params.with_(threads=max(1, (os.cpu_count() or 1) // workers))
-        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **quiet_logs)
-    with scratch, cluster, distributed.Client(cluster) as client:
-        yield client, params
+    quiet_logs = dict(silence_logs=logging.CRITICAL, dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"})
+    cuda = _local_cuda_workers(params.device, workers, gpus)
+    # Dask's dask-scratch-space (of the scheduler, the nannies and the workers) goes with the run.
+    with tempfile.TemporaryDirectory(prefix="msa-dask-") as scratch, dask.config.set({"temporary-directory": scratch}):
+        if cuda:
+            from dask_cuda import LocalCUDACluster
+
+            cluster = LocalCUDACluster(n_workers=cuda, threads_per_worker=1, **quiet_logs)
+        else:
+            assert workers is not None
+            if params.threads == 0:  # "every core", shared among the workers
+                params = params.with_(threads=max(1, (os.cpu_count() or 1) // workers))
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **quiet_logs)
+        with cluster, distributed.Client(cluster) as client:
+            yield client, params
 
 
 def _reachable(address: str, timeout: float) -> None:
