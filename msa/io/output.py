@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import gzip
 import io
 import os
@@ -158,6 +159,7 @@ def _made_for(entry: str, targets: set[bytes], name_max: int) -> bool:
     return stem in targets or (len(raw) >= name_max and any(t.startswith(stem) for t in targets))
 
 
+@functools.cache
 def _host() -> str:
     """Six hex digits that tell this machine's temporary files from other machines' (shared file systems)."""
     return f"{zlib.crc32(socket.gethostname().encode()) & 0xFFFFFF:06x}"
