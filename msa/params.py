@@ -58,6 +58,9 @@ class Scheme:
 
 #: Protein: FAMSA 2's PFASUM43 and gap costs (anchor-facts C2, C3).
 PROTEIN_SCHEME = Scheme("PFASUM43", 14.85, 1.25, 0.66)
+#: Seconds ``--scheduler ADDRESS`` waits for the connection and the scheduler's first answer.
+CONNECT_TIMEOUT = 10.0
+
 #: Nucleotide match and mismatch scores of the ``NUC`` scheme (times FIXED_POINT in
 #: msa.alphabet.load_matrix): A, C, G and T/U; U and T are one base. N and the
 #: IUPAC ambiguity codes (and any other letter) score 0 against everything.
@@ -143,6 +146,8 @@ class AlignParams:
     threads: int = 0
     device: Device = "auto"
     quiet: bool = False
+    #: gzip's level for ``.gz`` outputs (1 fastest, 9 smallest).
+    gzip_level: int = 6
 
     def __post_init__(self) -> None:
         if any(g is not None and g < 0 for g in (self.gap_open, self.gap_extend, self.terminal_gap)):
@@ -177,6 +182,8 @@ class AlignParams:
             raise ValueError(f"unknown distance {self.distance!r}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}")
+        if self.gzip_level not in range(1, 10):
+            raise ValueError(f"gzip level must be 1 to 9, got {self.gzip_level}")
 
     def with_(self, **changes: object) -> "AlignParams":
         return replace(self, **changes)

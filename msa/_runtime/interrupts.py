@@ -8,7 +8,7 @@ at the checkpoints of a run (every progress stage's start and end and every
 (:func:`msa.io.open_output`) on the way out removes its temporary file; the
 CLI then prints one line and exits 128 + the signal number (130, 143).
 
-The handler must not raise by itself: Python runs it at any bytecode of the
+The handler must not raise by itself (except inside :func:`blocking`, below): Python runs it at any bytecode of the
 main thread, including callbacks that Numba's compiled kernels make into the
 interpreter, and an exception raised there left Numba's state broken (a
 SystemError, or a segmentation fault at the next kernel; measured on a
@@ -28,6 +28,12 @@ Two moments must not be cut:
   exits 0. Exit 130/143 thus always means no output was written. A run of many
   outputs (``-O``) has no such point: each output is renamed whole, and a
   signal stops the run between or inside families.
+
+A read that waits (a FIFO with no writer yet, ``sleep 60 | msa align -``) reaches no
+checkpoint: Python retries a system call that a signal interrupted once the handler has
+returned. Such a wait runs inside :func:`blocking`, where the handler raises
+:class:`Interrupted` itself; that is safe there, since no compiled kernel is running, and
+the interrupted call then gives up instead of waiting on.
 
 ``python -m msa`` installs the handler first thing (:func:`process_handlers`):
 a signal before the command starts (during the imports) exits at once, with
@@ -67,6 +73,7 @@ class _State:
     raised = False  # Interrupted was raised: later signals wait for the cleanup to end
     held = 0  # depth of held() sections
     finished = False  # the run's output is complete: signals are ignored
+    blocking = 0  # depth of blocking() sections: the handler raises at once
 
 
 _state = _State()
@@ -80,6 +87,8 @@ def _handler(signum: int, frame: object) -> None:
         os._exit(128 + signum)
     if _state.pending is None and not _state.raised and not _state.finished:
         _state.pending = signum
+        if _state.blocking and not _state.held:
+            check()
 
 
 def check() -> None:
@@ -116,6 +125,7 @@ def handling() -> Iterator[None]:
         yield
     finally:
         _state.command, _state.pending, _state.raised, _state.held = False, None, False, 0
+        _state.blocking = 0
         if previous is not None:
             for s, handler in previous.items():
                 signal.signal(s, handler)
@@ -131,6 +141,21 @@ def held() -> Iterator[None]:
     finally:
         _state.held -= 1
     check()
+
+
+@contextlib.contextmanager
+def blocking() -> Iterator[None]:
+    """A section that may wait on a read or an open with no checkpoint: a signal raises
+    Interrupted at once (only Python code of the main thread runs here; see the module's notes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    check()
+    _state.blocking += 1
+    try:
+        yield
+    finally:
+        _state.blocking -= 1
 
 
 @contextlib.contextmanager

@@ -146,6 +146,12 @@ class BackendStart:
         return backend
 
 
+#: What the background import of the pipeline raised, if it failed (no memory to map Numba,
+#: ``NUMBA_NUM_THREADS=0``): the main thread's own import of a module that the failure left
+#: half made then fails with a bare "cannot import name", and the CLI reports this instead.
+import_failure: BaseException | None = None
+
+
 def _load_numba(block: _ProbeBlock, imported: threading.Event) -> None:
     """The pipeline's modules (Numba: 0.2-0.3 s), then the first compiled function (Numba's
     runtime and threads); ``imported`` is set once the imports are done. Errors end the
@@ -155,6 +161,10 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event) -> None:
         try:
             import msa.pipeline  # noqa: F401  (the tree, progressive and CPU backend modules)
             from msa.backends.cpu import first_compiled_call
+        except BaseException as exc:
+            global import_failure
+            import_failure = exc
+            raise
         finally:
             imported.set()
         _skip_numba_extensions()

@@ -12,10 +12,10 @@ from msa.cli.common import _errors, _output_note
 from msa.cli.options import (
     DeviceChoice, DeviceOpt, DistanceChoice, DistanceOpt, ExactOpt, Format, GapExtendOpt, GapOpenOpt,
     GpuMemoryOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt,
-    SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt, TerminalGapOpt,
+    ConnectTimeoutOpt, GzipLevelOpt, SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt, TerminalGapOpt,
     ThreadsOpt, VerboseOpt, _D, _check_scoring, _memory_cap, _params, _tree_choice, _tree_options,
 )
-from msa.params import AlignParams
+from msa.params import CONNECT_TIMEOUT, AlignParams
 from msa.progress import Progress
 
 
@@ -41,6 +41,7 @@ def align(
         ),
     ] = None,
     gzip_out: Annotated[bool, typer.Option("--gzip", help="With -O: gzip each output (its name ends .gz).")] = False,
+    gzip_level: GzipLevelOpt = _D.gzip_level,
     skip_existing: Annotated[
         bool,
         typer.Option("--skip-existing", help="With -O: skip inputs whose output exists (resumes a run)."),
@@ -53,6 +54,7 @@ def align(
             "its workers must see the inputs and -O at the same paths. Needs msa[dask].",
         ),
     ] = None,
+    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
     workers: Annotated[
         Optional[int],
         typer.Option(
@@ -103,12 +105,12 @@ def align(
             seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             keep_duplicates=keep_duplicates, seed=seed, threads=threads, device=device, quiet=quiet,
-            **_tree_choice(tree),
+            gzip_level=gzip_level, **_tree_choice(tree),
         )
         if tree_out is not None and params.tree_file is not None:
             raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
         _check_many_options(inputs, output, output_dir, tree_out, gzip_out, skip_existing)
-        cluster = _check_cluster_options(output_dir, params.device, scheduler, workers, gpus)
+        cluster = _check_cluster_options(output_dir, params.device, scheduler, workers, gpus, connect_timeout)
         _check_scoring(params)  # an unknown matrix fails before any work
         memory_cap = _memory_cap(gpu_memory)
         if output_dir is not None:
@@ -139,13 +141,17 @@ def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_ou
         raise ValueError("--gzip and --skip-existing go with -O/--output-dir (name the -o file .gz to compress it)")
 
 
-def _check_cluster_options(output_dir, device: str, scheduler, workers, gpus) -> dict | None:
+def _check_cluster_options(
+    output_dir, device: str, scheduler, workers, gpus, connect_timeout: float = CONNECT_TIMEOUT
+) -> dict | None:
     """``--scheduler``/``--workers``/``--gpus``: one, with -O, Dask installed (msa.run.cluster_options)."""
     if output_dir is None and (scheduler, workers, gpus) != (None, None, None):
         given = (("scheduler", scheduler), ("workers", workers), ("gpus", gpus))
         flags = ", ".join(f"--{k}" for k, v in given if v is not None)
         raise ValueError(f"{flags} with -O/--output-dir DIR only (the workers write the families' outputs there)")
-    return run.cluster_options(device, scheduler=scheduler, workers=workers, gpus=gpus)
+    return run.cluster_options(
+        device, scheduler=scheduler, workers=workers, gpus=gpus, connect_timeout=connect_timeout
+    )
 
 
 def _align_many(

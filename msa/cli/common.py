@@ -4,13 +4,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 import typer
 
-from msa._runtime import interrupts
+from msa._runtime import interrupts, startup
 from msa.backends import BackendUnavailable, DeviceMemoryError
 from msa.io import InputError
+from msa.run.results import one_line  # here, not in the error path: an error handler imports nothing
 
 
 def _plain(value: object) -> object:
@@ -39,23 +40,35 @@ def _errors() -> Iterator[None]:
             os.dup2(devnull, sys.stdout.fileno())
             raise typer.Exit(1) from None
         except (InputError, BackendUnavailable, ValueError, OSError, EOFError) as exc:
-            interrupts.stopping()  # a signal now would only cut the line short
-            typer.echo(f"msa: error: {_message(exc)}", err=True)
-            raise typer.Exit(1) from None
+            _fail(_message(exc))
         except MemoryError as exc:  # CuPy's OutOfMemoryError outside the pieces that catch it
-            interrupts.stopping()
             device = DeviceMemoryError.from_exception(exc)
-            typer.echo(f"msa: error: {device if device is not None else f'out of memory ({_message(exc)})'}", err=True)
-            raise typer.Exit(1) from None
+            _fail(str(device) if device is not None else f"out of memory ({_message(exc)})")
+        except ImportError as exc:  # a module that cannot load: no memory to map it, a broken install
+            cause = startup.import_failure or exc  # the first failure, where the start's thread met it
+            reason = "out of memory" if isinstance(cause, MemoryError) else _message(cause)
+            _fail(f"cannot load {exc.name or 'a module'}: {reason}")
         except KeyboardInterrupt as exc:
-            typer.echo("msa: interrupted", err=True)
+            _echo_error("msa: interrupted")
             raise typer.Exit(getattr(exc, "exit_status", 130)) from None
 
 
-def _message(exc: BaseException) -> str:
-    """One line, with the file name first for OS errors."""
-    from msa.run.results import one_line
+def _fail(message: str) -> NoReturn:
+    """The one error line, then exit 1."""
+    interrupts.stopping()  # a signal now would only cut the line short
+    _echo_error(f"msa: error: {message}")
+    raise typer.Exit(1) from None
 
+
+def _echo_error(line: str) -> None:
+    """``line`` on stderr, if there is one (``2>&-`` leaves only the exit status)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def _message(exc: BaseException) -> str:
+    """One line, with the file name first for OS errors, control characters escaped."""
     return one_line(exc)
 
 

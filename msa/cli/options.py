@@ -88,6 +88,17 @@ GpuMemoryOpt = Annotated[
         "fit ends with the cap it needs. Not part of the result. Ignored (with a note) on the CPU.",
     ),
 ]
+GzipLevelOpt = Annotated[
+    int,
+    typer.Option("--gzip-level", min=1, max=9, help="gzip's level for .gz outputs: 1 fastest, 9 smallest."),
+]
+ConnectTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--connect-timeout", min=0.1, metavar="SECONDS",
+        help="With --scheduler: how long the scheduler has to accept the connection and answer.",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Nothing on stderr but errors.")]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Each finished stage's time on stderr, also when it is not a terminal.")

@@ -20,18 +20,22 @@ A2M/A3M insert columns are expanded in :mod:`msa.io.formats`).
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
-import gzip
 import io
 import mmap
 import os
 import re
+import resource
+import stat
 import sys
 import zlib
 from typing import BinaryIO, Protocol, Sequence
 
 import numpy as np
 
+from msa._runtime import interrupts
 from msa.alphabet import ENCODE, GAP_BYTES, INVALID, lookup
 from msa.io.output import check_space, needing, regular_file, reserve
 from msa.seqdb import SeqDB, _ranges
@@ -44,7 +48,17 @@ BLOCK_BYTES = 1 << 22
 #: resident until the window is unmapped).
 MAP_BYTES = 1 << 28
 
+#: Bytes read (and decompressed) at a time: an input is never held twice, compressed and whole.
+READ_CHUNK = 1 << 20
+#: Reading holds about this many bytes per byte of text at its peak (the text, its byte
+#: classes, the kept residues and the line positions): an input may hold the memory free to
+#: this process divided by this (:func:`input_limit`).
+READ_OVERHEAD = 4
+
 _GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib reads one gzip member (header, data, CRC and size checked)
+#: Binary data are looked for in the first this many bytes of text.
+_PROBE_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _NL, _GT, _HASH = 10, ord(">"), ord("#")
 _BLANK = b" \t\n\r\v\f"
@@ -85,19 +99,112 @@ class InputError(ValueError):
     """The input is not a usable set of protein sequences; the message says why and where."""
 
 
-def read_input(source: str | os.PathLike[str]) -> bytes:
-    """The raw bytes of a path, or of stdin for ``-``, decompressed when gzipped."""
-    if str(source) == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        with open(source, "rb") as fh:
-            data = fh.read()
-    if data.startswith(_GZIP_MAGIC):
+def read_input(source: str | os.PathLike[str], limit: int | None = None) -> bytes | bytearray:
+    """The raw bytes of a path, or of stdin for ``-``, decompressed when gzipped.
+
+    Read a chunk at a time (gzip streamed: never whole in memory, compressed and not),
+    at most ``limit`` bytes of text (:func:`input_limit` by default); binary data
+    (``/dev/zero``) are refused on their first chunk. A read or an open that waits (a FIFO,
+    a pipe) gives way to SIGINT and SIGTERM.
+
+    Raises:
+        InputError: more text than the limit, binary data, damaged gzip data.
+        OSError: the file cannot be read.
+    """
+    label = _label(source)
+    limit = input_limit() if limit is None else limit
+    with contextlib.ExitStack() as stack:
+        with interrupts.blocking():  # opening a FIFO waits for its writer
+            fh = sys.stdin.buffer if str(source) == "-" and sys.stdin else None
+            if str(source) != "-":
+                fh = stack.enter_context(open(source, "rb"))
+        if fh is None:
+            raise OSError(errno.EBADF, "closed", label)
+        size = _regular_size(fh)
+        if size is not None and size > limit:
+            raise _too_large(label, limit)
+        pending = _read_chunk(fh)
+        gzipped = pending.startswith(_GZIP_MAGIC)
+        unzip = zlib.decompressobj(_GZIP_WBITS) if gzipped else None
+        data, fed, probed = bytearray(), False, False
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"{_label(source)}: damaged gzip data ({exc})") from None
+            while pending:
+                if unzip is None:
+                    data += pending
+                    pending = b""
+                else:
+                    data += unzip.decompress(pending, READ_CHUNK)
+                    pending, fed = unzip.unconsumed_tail, True
+                    if unzip.eof:  # another member may follow (`cat a.gz b.gz`)
+                        unzip, pending, fed = zlib.decompressobj(_GZIP_WBITS), unzip.unused_data + pending, False
+                if len(data) > limit:
+                    raise _too_large(label, limit)
+                if not probed and len(data) >= _PROBE_BYTES:  # binary data fail here, not at the limit
+                    _check_text(data, label)
+                    probed = True
+                if not pending:
+                    pending = _read_chunk(fh)
+            if fed:
+                raise EOFError("the compressed data end before their end-of-stream marker")
+        except (EOFError, zlib.error) as exc:
+            raise InputError(f"{label}: damaged gzip data ({exc})") from None
     return data
+
+
+def input_limit() -> int:
+    """The most bytes of text one input may hold: the memory free to this process (available
+    memory, and the room left under an address-space limit) over READ_OVERHEAD."""
+    free = _available_memory()
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError):
+        soft = resource.RLIM_INFINITY
+    if soft != resource.RLIM_INFINITY:
+        free = min(free, max(soft - _address_space(), 0))
+    return max(free // READ_OVERHEAD, READ_CHUNK)
+
+
+def _available_memory() -> int:
+    """MemAvailable (Linux; the free pages elsewhere), less under a cgroup's memory limit."""
+    free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/meminfo", "rb") as fh:
+            free = int(next(line for line in fh if line.startswith(b"MemAvailable:")).split()[1]) * 1024
+    with contextlib.suppress(OSError, ValueError):
+        with open("/sys/fs/cgroup/memory.max", "rb") as fh, open("/sys/fs/cgroup/memory.current", "rb") as now:
+            cap = fh.read().strip()
+            if cap != b"max":
+                free = min(free, int(cap) - int(now.read()))
+    return free
+
+
+def _address_space() -> int:
+    """Bytes of address space this process maps (VmSize; 0 where unknown)."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/self/status", "rb") as fh:
+            return int(next(line for line in fh if line.startswith(b"VmSize:")).split()[1]) * 1024
+    return 0
+
+
+def _too_large(label: str, limit: int) -> InputError:
+    return InputError(
+        f"{label}: more than {limit:,} bytes of text, the limit of one input here "
+        f"(1/{READ_OVERHEAD} of the memory free to msa)"
+    )
+
+
+def _regular_size(fh: BinaryIO) -> int | None:
+    """The size of a regular file (None for a pipe, a terminal, a device)."""
+    try:
+        info = os.fstat(fh.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+def _read_chunk(fh: BinaryIO) -> bytes:
+    with interrupts.blocking():
+        return fh.read(READ_CHUNK)
 
 
 def read_fasta(source: str | os.PathLike[str]) -> SeqDB:
@@ -194,12 +301,7 @@ def _parse_records(
     buf = np.frombuffer(data, dtype=np.uint8)
     if len(buf) == 0:
         raise InputError(f"{label}: empty input")
-    binary = np.flatnonzero(_BINARY[buf[: 1 << 20]])  # a binary file shows itself early
-    if len(binary):
-        pos = int(binary[0])
-        raise InputError(
-            f"{label}: binary data, not FASTA (byte 0x{buf[pos]:02x} on line {_line_of(buf, pos)})"
-        )
+    _check_text(data, label)
     if b"\n" not in data and b"\r" in data:  # classic Mac line endings
         data = data.replace(b"\r", b"\n")
         buf = np.frombuffer(data, dtype=np.uint8)
@@ -270,6 +372,19 @@ def _parse_records(
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     return names, headers, buf[keep], offsets
+
+
+def _check_text(data: bytes | bytearray, label: str) -> None:
+    """Binary data show themselves in their first _PROBE_BYTES (a leading byte-order mark
+    aside): an InputError naming the first control byte that no text file holds."""
+    start = len(_BOM) if data.startswith(_BOM) else 0
+    buf = np.frombuffer(data, dtype=np.uint8)[start : start + _PROBE_BYTES]
+    binary = np.flatnonzero(_BINARY[buf])
+    if len(binary):
+        pos = int(binary[0])
+        raise InputError(
+            f"{label}: binary data, not FASTA (byte 0x{buf[pos]:02x} on line {_line_of(buf, pos)})"
+        )
 
 
 def _label(source: str | os.PathLike[str]) -> str:

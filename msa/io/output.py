@@ -3,26 +3,42 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import gzip
 import io
 import os
+import re
+import secrets
+import socket
 import stat
 import sys
-import tempfile
+import zlib
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
+
+from msa.params import AlignParams
 
 #: errno values that mean "the output does not fit": no space, over quota, over a size limit.
 SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 #: errno values of a posix_fallocate that the file system cannot do (write plainly instead).
 NO_RESERVE_ERRNOS = frozenset({errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS, errno.ENODEV, errno.ESPIPE})
+#: gzip's compression level of ``.gz`` outputs unless a run asks for another (1 fastest, 9 smallest).
+GZIP_LEVEL = AlignParams.gzip_level
+#: The end of a temporary output's name: ``.msa-HOST-PID-START-RANDOM.part``, where HOST
+#: hashes the machine's name and START is the writing process's start time (clock ticks after
+#: boot), so that a file whose process is gone (on this machine) is known to be stale, while
+#: one of a live run, or of another machine on a shared file system, is left alone.
+_MARKER = re.compile(r"\.msa-([0-9a-f]{6})-([0-9]+)-([0-9a-f]+)-[0-9a-z]+\.part\Z")
 
 
 @contextlib.contextmanager
-def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
+def open_output(path: str | os.PathLike[str] | None, gzip_level: int = GZIP_LEVEL) -> Iterator[BinaryIO]:
     """A binary stream for ``path`` (stdout for None or ``-``), gzipped for a ``.gz`` name.
 
-    The data go to a hidden temporary file in the target directory, renamed
+    gzip output is reproducible: the header holds no time stamp and no name, so the
+    same data give the same bytes at ``gzip_level``.
+
+    The data go to a hidden temporary file in the target directory (:func:`temporary_name`), renamed
     onto ``path`` only when the ``with`` block ends without an error, so a
     failed or interrupted run never leaves a partial file (and never
     clobbers an existing one). A target that exists but is not a regular
@@ -34,6 +50,8 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
     bytes needed and the bytes free: the CLI prints it as its one error line.
     """
     if path is None or str(path) == "-":
+        if sys.stdout is None:  # started with stdout closed (`msa align x.fa >&-`)
+            raise OSError(errno.EBADF, "closed (nowhere to write the output)", "stdout")
         with _space_errors("stdout", _regular_fd(sys.stdout), None):
             sys.stdout.flush()
             try:
@@ -54,7 +72,7 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
         return
     with _space_errors(str(target), target.parent, None):
         try:
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+            fd, tmp_name = _make_temporary(target)
         except OSError as exc:  # name the file asked for, not the hidden temporary one
             if exc.errno in SPACE_ERRNOS:
                 raise
@@ -63,7 +81,7 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
         with _space_errors(str(target), target.parent, tmp_name):
             with OutputWriter(io.FileIO(fd, "w")) as raw:
                 if target.suffix == ".gz":
-                    with gzip.GzipFile(filename=target.stem, mode="wb", fileobj=raw, compresslevel=6) as gz:
+                    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=gzip_level, mtime=0) as gz:
                         yield gz  # type: ignore[misc]
                 else:
                     yield raw
@@ -73,6 +91,96 @@ def open_output(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+def temporary_name(target: str | os.PathLike[str], random: str = "") -> str:
+    """The hidden name beside ``target`` that its data are written under before the rename:
+    ``.NAME`` and this process's marker (see _MARKER), within the file system's name limit
+    (NAME is cut short, never the marker)."""
+    folder, name = os.path.split(os.fspath(target))
+    tail = f".msa-{_host()}-{os.getpid()}-{_start_time(os.getpid()):x}-{random}.part"
+    room = _name_max(folder or ".") - 1 - len(os.fsencode(tail))
+    return os.path.join(folder, "." + os.fsdecode(os.fsencode(name)[: max(room, 1)]) + tail)
+
+
+def _make_temporary(target: Path) -> tuple[int, str]:
+    """A new temporary file for ``target`` (mode 0600), its descriptor and name."""
+    for _ in range(100):
+        name = temporary_name(target, secrets.token_hex(4))
+        try:
+            return os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(target))
+
+
+def is_stale(name: str) -> bool:
+    """Whether ``name`` is a temporary output of a process of this machine that is gone (its pid
+    is free, or taken by a process that started at another time). Names without the marker
+    (another program's, or an older msa's) are never stale: they are not msa's to remove."""
+    found = _MARKER.search(os.path.basename(name))
+    if found is None or found[1] != _host():
+        return False
+    pid, start = int(found[2]), int(found[3], 16)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, another user's
+    return start != 0 and _start_time(pid) not in (start, 0)
+
+
+def remove_stale_parts(folder: str | os.PathLike[str], targets: Iterable[str] | None = None) -> int:
+    """Remove the temporary outputs in ``folder`` that dead runs left (:func:`is_stale`), only
+    those of ``targets`` (file names in ``folder``) where given; how many were removed."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return 0
+    wanted = None if targets is None else {os.fsencode(t) for t in targets}
+    removed = 0
+    for entry in entries:
+        if not (entry.startswith(".") and entry.endswith(".part") and is_stale(entry)):
+            continue
+        if wanted is not None and not _made_for(entry, wanted, _name_max(os.fspath(folder))):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, entry))
+            removed += 1
+    return removed
+
+
+def _made_for(entry: str, targets: set[bytes], name_max: int) -> bool:
+    """Whether the temporary name ``entry`` was made for one of ``targets`` (its NAME whole, or
+    cut short to the name limit)."""
+    raw = os.fsencode(entry)
+    stem = raw[1 : raw.rindex(b".msa-")]
+    return stem in targets or (len(raw) >= name_max and any(t.startswith(stem) for t in targets))
+
+
+@functools.cache
+def _host() -> str:
+    """Six hex digits that tell this machine's temporary files from other machines' (shared file systems)."""
+    return f"{zlib.crc32(socket.gethostname().encode()) & 0xFFFFFF:06x}"
+
+
+def _start_time(pid: int) -> int:
+    """When process ``pid`` started (clock ticks after boot, Linux); 0 where this cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _name_max(folder: str) -> int:
+    """The longest file name (bytes) the file system of ``folder`` takes."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
 
 
 class OutputWriter(io.BufferedWriter):

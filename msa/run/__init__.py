@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from msa.params import AlignParams
+from msa.params import CONNECT_TIMEOUT, AlignParams
 from msa.progress import Progress
 from msa.run.local import BackendLike, align_file, run_local
 from msa.run.plan import (
@@ -113,15 +113,17 @@ def run_families(
 
 
 def cluster_options(
-    device: str, *, scheduler: Any = None, workers: int | None = None, gpus: int | None = None
+    device: str, *, scheduler: Any = None, workers: int | None = None, gpus: int | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT,
 ) -> dict[str, Any] | None:
     """The cluster a run asks for, as :func:`run_families`'s ``cluster``, checked before any
-    work (one of them, Dask installed: msa.run.dask.check_options); None for this process."""
+    work (one of them, Dask installed: msa.run.dask.check_options); None for this process.
+    ``connect_timeout`` bounds the wait for a ``scheduler``'s connection and first answer."""
     given = {k: v for k, v in (("scheduler", scheduler), ("workers", workers), ("gpus", gpus)) if v is not None}
     if not given:
         return None
     from msa.run.dask import check_options
 
     check_options(device, **given)
-    return given
+    return given | ({"connect_timeout": connect_timeout} if scheduler is not None else {})
 

@@ -21,21 +21,25 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import glob
+import errno
 import logging
 import os
+import socket
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from msa._runtime import interrupts
 from msa.backends import Backend, BackendUnavailable, get_backend
-from msa.params import AlignParams
+from msa.io.output import remove_stale_parts
+from msa.params import CONNECT_TIMEOUT, AlignParams
 from msa.progress import Progress, current
 from msa.run.local import align_file
 from msa.run.plan import Family, pending
-from msa.run.results import FamilyResult, RunSummary, count, family_error
+from msa.run.results import FamilyResult, RunSummary, count, family_error, one_line
 
 #: How often Dask runs a family again after an error in its task (a worker that dies is counted
 #: apart, by the scheduler's ``distributed.scheduler.allowed-failures``, 3 by default).
@@ -130,6 +134,7 @@ def run_families_dask(
     gpus: int | None = None,
     progress: Progress | None = None,
     on_result: Callable[[FamilyResult], None] | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT,
 ) -> RunSummary:
     """:func:`msa.run.run_families` with each family a task on a Dask cluster.
 
@@ -142,6 +147,7 @@ def run_families_dask(
             per GPU (at most ``workers``); otherwise ``workers`` CPU worker
             processes of one thread each.
         gpus: else a local dask-cuda cluster of this many GPU workers.
+        connect_timeout: seconds a scheduler's address has to accept the connection and answer.
 
     Families go largest input first (task priorities). A family whose task
     still fails after Dask's retries, or whose workers kept dying, is failed
@@ -154,7 +160,10 @@ def run_families_dask(
     progress = progress or current()
     results, todo = pending(families, skip_existing)
     if todo:
-        with _client(distributed, params, scheduler, workers, gpus) as (client, params):
+        # Connecting and waiting reach no checkpoint: a signal stops them at once (blocking).
+        with interrupts.blocking(), _client(distributed, params, scheduler, workers, gpus, connect_timeout) as (
+            client, params
+        ):
             for result in _submit_and_collect(distributed, client, todo, params, fmt, progress, on_result):
                 results[result.input] = result
         _remove_stale_parts(todo)
@@ -210,32 +219,63 @@ class _Named(Exception):
 
 @contextlib.contextmanager
 def _client(
-    distributed: Any, params: AlignParams, scheduler: Any, workers: int | None, gpus: int | None
+    distributed: Any, params: AlignParams, scheduler: Any, workers: int | None, gpus: int | None,
+    connect_timeout: float = CONNECT_TIMEOUT,
 ) -> Iterator[tuple[Any, AlignParams]]:
-    """A client of the given scheduler, or of a local cluster started (and closed) for the run."""
+    """A client of the given scheduler, or of a local cluster started (and closed) for the run,
+    whose workers' scratch space is a temporary directory removed at the end."""
     if scheduler is not None:
         if isinstance(scheduler, distributed.Client):
             yield scheduler, params
             return
-        with distributed.Client(scheduler) as client:
+        _reachable(scheduler, connect_timeout)
+        try:
+            client = distributed.Client(scheduler, timeout=connect_timeout)
+        except (OSError, TimeoutError) as exc:
+            raise OSError(errno.ETIMEDOUT, f"no answer within {connect_timeout:g} s ({one_line(exc)})", scheduler) from None
+        with client:
             yield client, params
         return
     # No dashboard, and the scheduler's HTTP server on a free port (distributed's default, 8787,
     # may be taken: it warns and moves). Workers log at ERROR when a heartbeat meets the
     # scheduler closing at the end of the run; task failures reach the client as exceptions.
+    import dask
+
     quiet_logs = dict(silence_logs=logging.CRITICAL, dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"})
     cuda = _local_cuda_workers(params.device, workers, gpus)
-    if cuda:
-        from dask_cuda import LocalCUDACluster
+    # Dask's dask-scratch-space (of the scheduler, the nannies and the workers) goes with the run.
+    with tempfile.TemporaryDirectory(prefix="msa-dask-") as scratch, dask.config.set({"temporary-directory": scratch}):
+        if cuda:
+            from dask_cuda import LocalCUDACluster
 
-        cluster = LocalCUDACluster(n_workers=cuda, threads_per_worker=1, **quiet_logs)
-    else:
-        assert workers is not None
-        if params.threads == 0:  # "every core", shared among the workers
-            params = params.with_(threads=max(1, (os.cpu_count() or 1) // workers))
-        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **quiet_logs)
-    with cluster, distributed.Client(cluster) as client:
-        yield client, params
+            cluster = LocalCUDACluster(n_workers=cuda, threads_per_worker=1, **quiet_logs)
+        else:
+            assert workers is not None
+            if params.threads == 0:  # "every core", shared among the workers
+                params = params.with_(threads=max(1, (os.cpu_count() or 1) // workers))
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **quiet_logs)
+        with cluster, distributed.Client(cluster) as client:
+            yield client, params
+
+
+def _reachable(address: str, timeout: float) -> None:
+    """A TCP scheduler address answers within ``timeout`` seconds (a scheduler sends its handshake
+    as soon as it accepts a connection), or an OSError naming it: a refused port fails at once,
+    a server that accepts and stays silent once the time is up (Dask's own connect would wait
+    for it without end)."""
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    if ("://" in address and not address.startswith("tcp://")) or not port.isdigit():
+        return  # another transport, or no port: Dask checks it
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout) as probe:
+            probe.settimeout(max(deadline - time.monotonic(), 0.01))
+            if not probe.recv(1, socket.MSG_PEEK):
+                raise OSError(errno.ECONNRESET, "closed the connection without answering", address)
+    except socket.timeout:
+        raise OSError(errno.ETIMEDOUT, f"no answer within {timeout:g} s", address) from None
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), exc.filename or address) from None
 
 
 def _local_cuda_workers(device: str, workers: int | None, gpus: int | None) -> int:
@@ -255,10 +295,11 @@ def _local_cuda_workers(device: str, workers: int | None, gpus: int | None) -> i
 
 
 def _remove_stale_parts(families: Sequence[Family]) -> None:
-    """Temporary files that dead workers left (:func:`msa.io.open_output` names them
-    ``.NAME.XXXX.part`` beside NAME); every task of the run has ended, so none is being written."""
+    """Temporary files that dead workers left beside the outputs: only those whose marker names a
+    process that is gone (msa.io.output.is_stale), never another live run's."""
+    folders: dict[str, list[str]] = {}
     for family in families:
         folder, name = os.path.split(family.output)
-        for path in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.*.part")):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        folders.setdefault(folder or ".", []).append(name)
+    for folder, names in folders.items():
+        remove_stale_parts(folder, names)

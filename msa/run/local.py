@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from msa.seqdb import SeqDB
 
 #: What fails one family (a bad or unreadable input, a full disk, too little device memory
-#: under --gpu-memory); the run goes on without it.
-FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError, DeviceMemoryError)
+#: under --gpu-memory, too little host memory); the run goes on without it.
+FAMILY_ERRORS = (InputError, ValueError, OSError, EOFError, DeviceMemoryError, MemoryError)
 
 #: Families of at most this many distinct residues are aligned in batches with others
 #: (a 1,000-sequence Pfam family has 0.1-0.5 x 10^6; 10^4 sequences ~3 x 10^6): a small
@@ -183,7 +183,7 @@ def _write(read: ReadFamily, aligned, fmt: str, align_seconds: float) -> FamilyR
     start = time.perf_counter()
     family = read.family
     try:
-        with entered_whole(open_output(family.output)) as out:
+        with entered_whole(open_output(family.output, read.prepared.params.gzip_level)) as out:
             write_rows(out, aligned, fmt)
     except FAMILY_ERRORS as exc:
         return _failed(family, exc, read.seconds + align_seconds + time.perf_counter() - start)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from msa.io import FORMAT_SUFFIXES, FORMATS
+from msa.io.output import remove_stale_parts
 from msa.params import AlignParams
 from msa.run.results import FamilyResult
 
@@ -112,6 +113,7 @@ def plan_run(
         [(f"{f.input}: its output {f.output}", f.output) for f in families],
     )
     make_output_dir(out_dir)
+    remove_stale_parts(out_dir, [os.path.basename(f.output) for f in families])  # a killed run's
     return families
 
 

@@ -1,6 +1,7 @@
 """What a run reports: each family's result, the run's summary, errors as one line."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,19 +50,32 @@ class RunSummary:
         return not self.failed
 
 
-def one_line(exc: BaseException) -> str:
-    """An error as one line, with the file name first for OS errors."""
-    if isinstance(exc, OSError) and exc.strerror:
+def one_line(exc: BaseException | str) -> str:
+    """An error (or a name) as one line, with the file name first for OS errors; control
+    characters escaped (a file name with a newline or an escape sequence prints as ``\\n``,
+    ``\\x1b``), odd bytes of names as ``\\xff``."""
+    if isinstance(exc, str):
+        text = exc
+    elif isinstance(exc, OSError) and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
     else:
         text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
+    return " ".join(_CONTROL.sub(_escaped, text.strip()).split())
+
+
+#: What one_line escapes: C0 and C1 control characters, DEL, and bytes kept by surrogateescape.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    return f"\\x{code - 0xDC00:02x}" if code >= 0xDC80 else repr(match[0])[1:-1]
 
 
 def family_error(input: str, exc: BaseException) -> str:
     """A family's error as one line that names its input."""
-    text = one_line(exc)
-    return text if text.startswith(input) else f"{input}: {text}"
+    text, name = one_line(exc), one_line(input)
+    return text if text.startswith(name) else f"{name}: {text}"
 
 
 def count(n: int) -> str:

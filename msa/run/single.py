@@ -20,6 +20,7 @@ from msa._runtime import interrupts
 from msa._runtime.interrupts import entered_whole
 from msa._runtime.startup import BackendStart, small_input
 from msa.io import open_output
+from msa.io.output import GZIP_LEVEL
 from msa.io.formats import output_size
 from msa.io.output import check_space
 from msa.params import AlignParams
@@ -40,10 +41,10 @@ class AlignedOne:
     seconds: float
 
 
-def output(path: str | None):
+def output(path: str | None, gzip_level: int = GZIP_LEVEL):
     """An atomic output (msa.io.open_output; stdout for None or ``-``) whose temporary file no
     signal can strand."""
-    return entered_whole(open_output(path))
+    return entered_whole(open_output(path, gzip_level))
 
 
 def optional_output(path: str | None):
@@ -68,7 +69,7 @@ def align_one(
         backend_start.sequences(len(db))
         read = prepare_read(Family(input, out_path or "-", -1), db, params, start, note=False)
         family = read.prepared
-        with output(out_path) as out, optional_output(tree_out) as newick_out:
+        with output(out_path, params.gzip_level) as out, optional_output(tree_out) as newick_out:
             backend = functools.partial(backend_start.backend, quiet=params.quiet)  # waited for as late as can be
             widest = int(family.db.lengths.max(initial=0))
             check_space(out, output_size(family.db.names, family.db.descriptions, widest, fmt), at_least=True)

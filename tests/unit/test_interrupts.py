@@ -47,18 +47,18 @@ def test_finished_runs_ignore_signals() -> None:
 
 
 def test_entered_whole_leaves_no_temporary_file(tmp_path, monkeypatch) -> None:
-    """A signal during open_output's __enter__ (after mkstemp) is raised once it can clean up."""
-    import tempfile
+    """A signal during open_output's __enter__ (once the temporary file is made) is raised once it can clean up."""
+    from msa.io import output
 
-    real = tempfile.mkstemp
+    real = output._make_temporary
 
-    def mkstemp_then_signal(*args, **kwargs):
+    def make_then_signal(*args, **kwargs):
         made = real(*args, **kwargs)
         send()
         check()  # held: does not raise here, between the file's creation and its cleanup handler
         return made
 
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_signal)
+    monkeypatch.setattr(output, "_make_temporary", make_then_signal)
     with handling():
         with pytest.raises(Interrupted):
             with entered_whole(open_output(tmp_path / "out.fa")):
