@@ -104,3 +104,23 @@ def test_new_sequences_that_are_not_fasta_get_no_format_advice(run_msa, tmp_path
     (tmp_path / "x.aln").write_bytes(TEST_CLUSTAL)
     err = one_line_error(run_msa("add", "r.fa", "x.aln", "--device", "cpu", cwd=tmp_path))
     assert "x.aln: not FASTA" in err and "--in-format" not in err
+
+
+needs_no_cupy = pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed")
+
+
+@needs_no_cupy
+def test_no_gpu_advice_without_cupy(run_msa, tmp_path: Path) -> None:
+    """A small input under ``--device auto`` takes the CPU; without CuPy nothing points at --device cuda."""
+    (tmp_path / "in.fa").write_bytes(TEST)
+    result = run_msa("align", "in.fa", "-o", "out.fa", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr.decode()
+    assert b"--device cuda" not in result.stderr and b"small input" not in result.stderr
+    assert result.stderr.decode().startswith("msa: aligned 2 sequences")
+
+
+@needs_no_cupy
+def test_device_cuda_without_cupy_says_how_to_get_it(run_msa, tmp_path: Path) -> None:
+    (tmp_path / "in.fa").write_bytes(TEST)
+    err = one_line_error(run_msa("align", "in.fa", "-o", "out.fa", "--device", "cuda", cwd=tmp_path))
+    assert "--device cuda: CuPy is not installed" in err and "pip install 'msa[gpu]'" in err
