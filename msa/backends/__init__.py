@@ -164,7 +164,9 @@ def get_backend(device: str = "auto", *, quiet: bool = False, memory_cap: int | 
     make, note = prepare_backend(device, memory_cap)
     backend = make()
     if note is not None and not quiet:
-        print(note, file=sys.stderr)
+        from msa.progress import current
+
+        current().note(note.removeprefix("msa: "))  # the Python API logs it (msa.progress.LogReport)
     return backend
 
 
