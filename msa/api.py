@@ -1,4 +1,10 @@
-"""The Python API: align sequences already in memory and get a Biopython alignment back."""
+"""The Python API: align sequences already in memory and get a Biopython alignment back.
+
+Nothing is printed: the notes the CLI prints (the backend chosen, the detected
+sequence type) are INFO records of the ``msa`` logger and each stage's time a
+DEBUG record, shown only where the caller configures logging
+(``logging.basicConfig(level=logging.INFO)``); ``quiet=True`` leaves out the notes.
+"""
 from __future__ import annotations
 
 from dataclasses import fields
@@ -16,13 +22,15 @@ _OPTIONS = frozenset(f.name for f in fields(AlignParams))
 
 
 def align(records: Iterable[Any], params: AlignParams | None = None, **options: Any) -> "Alignment":
-    """Align protein sequences, as ``msa align`` does.
+    """Align protein, DNA or RNA sequences, as ``msa align`` does.
 
     Args:
         records: Biopython ``SeqRecord`` objects or ``(name, sequence)`` pairs.
             Gaps (``-``, ``.``) in them are removed first.
         params: a whole parameter set; ``options`` override single fields of it.
-        **options: any ``AlignParams`` field, e.g. ``guide_tree="upgma"``.
+        **options: any ``AlignParams`` field, e.g. ``guide_tree="upgma"``, or
+            ``seq_type="dna"`` (by default the type is detected, as ``--seq-type auto``).
+            Notes go to the ``msa`` logger (this module's docstring), not to stderr.
 
     Returns:
         A ``Bio.Align.Alignment`` in input order, whose sequences are SeqRecords
@@ -35,7 +43,7 @@ def align(records: Iterable[Any], params: AlignParams | None = None, **options: 
         TypeError: an unknown option.
 
     Example:
-        >>> aln = align([("a", "MKVLA"), ("b", "MKLA")], quiet=True)  # doctest: +SKIP
+        >>> aln = align([("a", "MKVLA"), ("b", "MKLA")])  # doctest: +SKIP
         >>> print(format(aln, "fasta"))  # doctest: +SKIP
         >a
         MKVLA

@@ -166,7 +166,7 @@ def prepare(db: SeqDB, params: AlignParams, note: bool = True) -> tuple[SeqDB, A
     detected = None
     if params.seq_type == "auto":
         detected = detect_seq_type(db.residues, db.offsets)
-        if note:
+        if note and not params.quiet:
             current().note(f"sequence type: {detected} (detected; --seq-type sets it)")
     run = params.resolved(detected)
     return db.encoded(run.seq_type), run

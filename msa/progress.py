@@ -12,10 +12,15 @@ Live bars are drawn only when stderr is a terminal; ``--quiet`` silences
 everything, including the one-line notes. A stage's start and end and each
 ``advance`` are checkpoints where a noted SIGINT or SIGTERM stops the run
 (:func:`msa._runtime.interrupts.check`).
+
+Outside the CLI (the Python API) nothing is printed: the reporter is a
+:class:`LogReport`, whose notes are records of the ``msa`` logger, shown only
+where the caller configures logging.
 """
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import time
@@ -164,6 +169,41 @@ class NoteRecorder(Progress):
         self.notes.append(message)
 
 
+#: Where the Python API's notes go (INFO) and its stages' times (DEBUG): a library logs, the
+#: caller decides what is shown (nothing unless it configures logging).
+logger = logging.getLogger("msa")
+logger.addHandler(logging.NullHandler())
+
+
+class LogReport(Progress):
+    """The reporter outside the CLI: notes and errors as records of :data:`logger`, each
+    finished stage's time at DEBUG; nothing drawn or printed."""
+
+    def __init__(self) -> None:
+        super().__init__(quiet=True)
+
+    @contextlib.contextmanager
+    def stage(
+        self, description: str, total: int | None = None, note: bool = True
+    ) -> Iterator[Callable[..., None]]:
+        check()
+        start = time.perf_counter()
+        yield _ignore
+        check()
+        if note:
+            logger.debug("%s (%.1f s)", description, time.perf_counter() - start)
+
+    @contextlib.contextmanager
+    def family(self) -> Iterator["Progress"]:
+        yield self
+
+    def note(self, message: str) -> None:
+        logger.info("%s", message)
+
+    def error(self, message: str) -> None:
+        logger.error("%s", message)
+
+
 #: Environment variables with which Rich treats any stream as a terminal.
 _FORCE_TERMINAL = ("FORCE_COLOR", "TTY_INTERACTIVE", "TTY_COMPATIBLE")
 
@@ -183,9 +223,9 @@ def _ignore(steps: int = 1, description: str | None = None) -> None:
     check()
 
 
-_current: ContextVar[Progress] = ContextVar("msa_progress", default=Progress(quiet=True))
+_current: ContextVar[Progress] = ContextVar("msa_progress", default=LogReport())
 
 
 def current() -> Progress:
-    """The reporter of the running command (a silent one outside the CLI)."""
+    """The reporter of the running command (outside the CLI, a :class:`LogReport`)."""
     return _current.get()

@@ -143,20 +143,29 @@ def _check_mixed_case(rrow: np.ndarray, rcol: np.ndarray, up: np.ndarray, width:
         raise ValueError(f"reference column {int(rcol[late][0])} has both upper- and lower-case letters")
 
 
-def score_files(test_path: str | PathLike[str], ref_path: str | PathLike[str]) -> dict[str, float | int]:
-    """Score a test FASTA alignment against a reference FASTA alignment.
+def score_files(
+    test_path: str | PathLike[str], ref_path: str | PathLike[str], in_format: str = "auto",
+    ref_format: str | None = None,
+) -> dict[str, float | int]:
+    """Score a test alignment against a reference alignment.
+
+    ``in_format``: the test's format (``auto``: aligned FASTA or A3M, or a format of
+    :func:`msa.io.formats.read_alignment`); ``ref_format``: the reference's (default: ``in_format``).
 
     Returns:
         ``sp``, ``tc``, ``ref_pairs``, ``correct_pairs``, ``columns``, ``correct_columns``.
     """
-    ref = _read(ref_path)
-    return asdict(score_alignments(_read(test_path, keep=set(ref)), ref))
+    ref = _read(ref_path, in_format if ref_format is None else ref_format)
+    return asdict(score_alignments(_read(test_path, in_format, keep=set(ref)), ref))
 
 
-def _read(path: str | PathLike[str], keep: set[str] | None = None) -> dict[str, bytes]:
+def _read(path: str | PathLike[str], in_format: str = "auto", keep: set[str] | None = None) -> dict[str, bytes]:
     """Rows by name; A3M rows (of unequal width, inserts lower case without their gaps) get their
     insert columns back (:func:`msa.io.formats.expand_inserts`). Only match columns are scored and
-    they do not depend on which rows are kept, so only the kept rows are expanded."""
+    they do not depend on which rows are kept, so only the kept rows are expanded. Formats other
+    than FASTA, A2M and A3M are read by msa.io.formats.read_alignment (Biopython)."""
+    if in_format not in ("auto", "fasta", "a2m", "a3m"):
+        return _read_other(path, in_format, keep)
     rows = read_aligned_fasta(path, keep)
     if len({len(r) for r in rows.values()}) <= 1:
         return rows
@@ -169,3 +178,16 @@ def _read(path: str | PathLike[str], keep: set[str] | None = None) -> dict[str, 
     out = np.full((len(names), width), ord("-"), dtype=np.uint8)
     out[np.repeat(np.arange(len(names)), np.diff(offsets)), columns] = text
     return {n: out[i].tobytes() for i, n in enumerate(names)}
+
+
+def _read_other(path: str | PathLike[str], in_format: str, keep: set[str] | None) -> dict[str, bytes]:
+    """Rows by name of an alignment in a format Biopython reads (clustal, stockholm, ...)."""
+    from msa.io.formats import read_alignment
+
+    aligned = read_alignment(str(path), in_format)
+    seen: set[str] = set()
+    twice = next((n for n in aligned.names if n in seen or seen.add(n)), None)
+    if twice is not None:
+        raise ValueError(f"{path}: duplicated sequence name {twice!r}")
+    rows = aligned.rows
+    return {n: rows[i].tobytes() for i, n in enumerate(aligned.names) if keep is None or n in keep}

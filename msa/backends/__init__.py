@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
 import sys
 from types import ModuleType
@@ -161,7 +162,9 @@ def get_backend(device: str = "auto", *, quiet: bool = False, memory_cap: int | 
     make, note = prepare_backend(device, memory_cap)
     backend = make()
     if note is not None and not quiet:
-        print(note, file=sys.stderr)
+        from msa.progress import current
+
+        current().note(note.removeprefix("msa: "))  # the Python API logs it (msa.progress.LogReport)
     return backend
 
 
@@ -181,7 +184,8 @@ def prepare_backend(device: str, memory_cap: int | None = None) -> tuple[Callabl
             make = CudaBackend if memory_cap is None else functools.partial(CudaBackend, memory_cap=memory_cap)
             return make, "msa: using the GPU (cuda backend)" if device == "auto" else None
         if device == "cuda":
-            raise BackendUnavailable(f"--device cuda: {reason}")
+            get = f" ({GET_CUPY})" if reason == NO_CUPY else ""
+            raise BackendUnavailable(f"--device cuda: {reason}{get}")
         note: str | None = f"msa: using the CPU ({reason})"
     else:
         note = None
@@ -193,11 +197,22 @@ def prepare_backend(device: str, memory_cap: int | None = None) -> tuple[Callabl
     return CpuBackend, note
 
 
+#: Why the CUDA backend is missing where CuPy is, and how to get it.
+NO_CUPY = "CuPy is not installed"
+GET_CUPY = "pip install 'msa[gpu]', or 'msa[gpu-cuda13]' for a CUDA 13 driver"
+
+
+def cupy_installed() -> bool:
+    """Whether CuPy is installed: found, not imported (its import takes 0.2-0.5 s), for what a
+    run says about the GPU before it knows whether one is usable."""
+    return importlib.util.find_spec("cupy") is not None
+
+
 def _cuda_unavailable_reason() -> str | None:
     try:
         import cupy
     except Exception:
-        return "CuPy is not installed"
+        return NO_CUPY
     try:
         if not cupy.is_available():
             return "no CUDA GPU found"

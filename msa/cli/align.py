@@ -51,7 +51,7 @@ def align(
         typer.Option(
             "--scheduler",
             help="With -O: align the families on this Dask cluster (scheduler address, tcp://host:8786); "
-            "its workers must see the inputs and -O at the same paths. Needs msa[dask].",
+            "its workers must see the inputs and -O at the same paths. Needs msa\\[dask].",
         ),
     ] = None,
     connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
@@ -60,12 +60,12 @@ def align(
         typer.Option(
             "--workers", min=1,
             help="With -O: start a local Dask cluster for the run: one worker per GPU (at most N) with "
-            "dask-cuda and a GPU, else N CPU worker processes. Needs msa[dask].",
+            "dask-cuda and a GPU, else N CPU worker processes. Needs msa\\[dask].",
         ),
     ] = None,
     gpus: Annotated[
         Optional[int],
-        typer.Option("--gpus", min=1, help="With -O: a local dask-cuda cluster of N GPU workers. Needs msa[dask-gpu]."),
+        typer.Option("--gpus", min=1, help="With -O: a local dask-cuda cluster of N GPU workers. Needs msa\\[dask-gpu]."),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),
     device: DeviceOpt = DeviceChoice(_D.device),

@@ -11,8 +11,10 @@ import typer
 
 app = typer.Typer(
     name="msa",
-    help="Multiple sequence alignment of large protein families (PartTree guide trees, "
-    "batched profile alignment on the GPU or CPU).",
+    help="Multiple sequence alignment of large protein and nucleotide families: FAMSA's exact "
+    "single-linkage guide tree over LCS distances (PartTree above --mst-tree-max sequences), then "
+    "batched profile alignment on the GPU or the CPU, both giving the same bytes.",
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits -h
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,

@@ -1,10 +1,11 @@
 """The options the commands share (choices and defaults from msa.params), and turning them into AlignParams."""
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
 import os
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 
@@ -153,6 +154,22 @@ InFormatOpt = Annotated[
 OutputOpt = Annotated[
     Optional[str], typer.Option("--output", "-o", help="Output file ('.gz' compresses); stdout if omitted.")
 ]
+
+
+@contextlib.contextmanager
+def _naming_in_format(in_formats: dict[str, tuple[str, str]]) -> Iterator[None]:
+    """An alignment read as FASTA that is not: its error names the option that gives its format.
+
+    ``in_formats``: path -> (the option, its value) for each alignment read."""
+    try:
+        yield
+    except ValueError as exc:
+        text = str(exc)
+        for path, (option, value) in in_formats.items():
+            label = "stdin" if path == "-" else path
+            if value in ("auto", "fasta") and text.startswith(f"{label}: not FASTA ("):
+                raise type(exc)(f"{text}; give its format with {option} clustal|stockholm|phylip|...") from None
+        raise
 
 
 def _check_scoring(params: AlignParams) -> None:

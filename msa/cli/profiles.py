@@ -10,7 +10,7 @@ from msa.cli.common import _errors
 from msa.cli.options import (
     DeviceChoice, DeviceOpt, Format, GapExtendOpt, GapOpenOpt, InFormatOpt, MatrixOpt, OutputOpt,
     QuietOpt, SeqTypeChoice, SeqTypeOpt, TerminalGapOpt, ThreadsOpt, VerboseOpt, _D, _check_scoring,
-    _params,
+    _naming_in_format, _params,
 )
 from msa.params import AlignParams
 from msa.progress import Progress
@@ -35,7 +35,7 @@ def merge(
     verbose: VerboseOpt = False,
 ) -> None:
     """Align two alignments to each other (profile-profile): A's rows then B's, each side's columns in order."""
-    with _errors():
+    with _errors(), _naming_in_format({first: ("--in-format", in_format), second: ("--in-format", in_format)}):
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         progress = Progress(quiet=quiet, verbose=verbose)
         merge, merged = profiles.merge(first, second, output, params, fmt=fmt.value, in_format=in_format,
@@ -68,7 +68,7 @@ def add(
     verbose: VerboseOpt = False,
 ) -> None:
     """Add new sequences to an existing alignment: each aligned to its profile, existing rows kept."""
-    with _errors():
+    with _errors(), _naming_in_format({existing: ("--in-format", in_format)}):
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         progress = Progress(quiet=quiet, verbose=verbose)
         addition, result, dropped = profiles.add(existing, new, output, params, keep_length=keep_length,

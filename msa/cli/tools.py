@@ -13,7 +13,7 @@ from msa.cli.options import (
     DeviceChoice, DeviceOpt, DistanceChoice, DistanceOpt, ExactOpt, GpuMemoryOpt, InputArg, KeepDupOpt,
     LinkageChoice, LinkageOpt, MstOpt, PartsizeOpt, QuietOpt, SeedOpt, SeqTypeChoice, SeqTypeOpt,
     SplitChoice, SplitDistanceOpt, SplitOpt, ThreadsOpt, TreeMethod, VerboseOpt, _D, _memory_cap,
-    _params, _tree_options,
+    _naming_in_format, _params, _tree_options,
 )
 from msa.progress import Progress
 
@@ -53,15 +53,28 @@ def tree(
 
 @app.command()
 def score(
-    test: Annotated[str, typer.Argument(metavar="TEST", help="The alignment to score (aligned FASTA, A2M or A3M).")],
-    ref: Annotated[str, typer.Argument(metavar="REF", help="The reference alignment (aligned FASTA, A2M or A3M).")],
+    test: Annotated[str, typer.Argument(metavar="TEST", help="The alignment to score (aligned FASTA, A2M/A3M, or --in-format).")],
+    ref: Annotated[str, typer.Argument(metavar="REF", help="The reference alignment (aligned FASTA, A2M/A3M, or --ref-format).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print every count as one JSON object.")] = False,
+    in_format: Annotated[
+        str,
+        typer.Option(
+            "--in-format",
+            help="Format of TEST (and of REF unless --ref-format): auto (aligned FASTA, or A3M when rows "
+            "differ in width and have lower-case inserts), fasta, a2m, a3m, or any format Biopython's "
+            "Bio.Align reads (clustal, stockholm, phylip, ...).",
+        ),
+    ] = "auto",
+    ref_format: Annotated[
+        Optional[str], typer.Option("--ref-format", help="Format of REF, as --in-format (default: --in-format).")
+    ] = None,
 ) -> None:
     """Score an alignment against a reference: SP (the Q score) and TC."""
-    with _errors():
+    ref_as = in_format if ref_format is None else ref_format
+    with _errors(), _naming_in_format({ref: ("--ref-format", ref_as), test: ("--in-format", in_format)}):
         from msa.scoring import score_files
 
-        result = score_files(test, ref)
+        result = score_files(test, ref, in_format, ref_as)
         if as_json:
             typer.echo(json.dumps(result, sort_keys=True, default=_plain))
         else:

@@ -49,6 +49,8 @@ def align_files(
 ) -> RunSummary:
     """Align each input file (or each file of an input directory) into ``output_dir``.
 
+    Nothing is printed: notes are records of the ``msa`` logger (as :func:`msa.align`'s).
+
     Args:
         inputs: FASTA files (gzipped or not) and directories, whose regular,
             non-hidden files are taken in name order.

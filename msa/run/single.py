@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from msa._runtime import interrupts
 from msa._runtime.interrupts import entered_whole
 from msa._runtime.startup import BackendStart, small_input
+from msa.backends import cupy_installed
 from msa.io import open_output
 from msa.io.output import GZIP_LEVEL
 from msa.io.formats import output_size
@@ -64,7 +65,10 @@ def align_one(
         [(f"-o/--output {out_path}", out_path), (f"--tree-out {tree_out}", tree_out)],
     )
     start = time.perf_counter()
-    with BackendStart(params.device, memory_cap, small_input(input)) as backend_start:
+    small = small_input(input)
+    # Without CuPy there is no GPU to weigh a small input against: the CPU, and no note about it.
+    device = "cpu" if small and params.device == "auto" and not cupy_installed() else params.device
+    with BackendStart(device, memory_cap, small) as backend_start:
         db = read_input(input)
         backend_start.sequences(len(db))
         read = prepare_read(Family(input, out_path or "-", -1), db, params, start, note=False)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import logging
 
 import pytest
 from Bio import Align
@@ -72,3 +73,27 @@ def test_build_tree_has_a_leaf_per_distinct_sequence() -> None:
     assert tree.n_leaves == 3 and names == ["one", "two", "three"]
     tree, names = msa.build_tree(PAIRS, quiet=True, device="cpu", keep_duplicates=True)
     assert tree.n_leaves == 4
+
+
+def test_namespace_is_what_users_call() -> None:
+    """``dir(msa)`` lists the public names only: no helper imports, no submodules."""
+    msa.align  # loads msa.api and with it several submodules
+    assert dir(msa) == sorted(msa.__all__)
+    assert not {"Any", "TYPE_CHECKING", "importlib", "annotations"} & set(vars(msa))
+
+
+def test_notes_are_logged_not_printed(capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    """The API prints nothing (the CLI's notes are INFO records of the ``msa`` logger), and
+    ``quiet=True`` leaves out the notes."""
+    with caplog.at_level(logging.DEBUG, logger="msa"):
+        msa.align(PAIRS[:2])
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    notes = [r.getMessage() for r in caplog.records if r.name == "msa" and r.levelno == logging.INFO]
+    assert "sequence type: protein (detected; --seq-type sets it)" in notes
+    assert any(r.levelno == logging.DEBUG and r.getMessage().startswith("aligning profiles") for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="msa"):
+        msa.align(PAIRS[:2], quiet=True)
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert capfd.readouterr() == ("", "")

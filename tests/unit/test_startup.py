@@ -1,6 +1,7 @@
 """Start-up cost guards: what importing msa loads, and one cache entry per Numba kernel."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -89,7 +90,8 @@ def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
 
 
 def test_a_small_input_aligns_as_on_the_cpu(tmp_path: Path) -> None:
-    """The CLI under auto says it took the CPU for the example, and writes the --device cpu bytes."""
+    """The CLI under auto takes the CPU for the example and writes the --device cpu bytes; it says
+    so, pointing at --device cuda, only where CuPy is installed."""
     example = REPO / "datasets" / "examples" / "example.fa"
     runs = [
         subprocess.run([sys.executable, "-m", "msa", "align", str(example), *extra], cwd=tmp_path,
@@ -97,7 +99,8 @@ def test_a_small_input_aligns_as_on_the_cpu(tmp_path: Path) -> None:
         for extra in ([], ["--device", "cpu", "-q"])
     ]
     assert runs[0].stdout == runs[1].stdout
-    assert b"using the CPU for a small input" in runs[0].stderr
+    gpu = importlib.util.find_spec("cupy") is not None
+    assert (b"using the CPU for a small input (--device cuda takes the GPU)" in runs[0].stderr) == gpu
 
 
 def test_the_cli_start_skips_numbas_blas_and_coverage_probes(tmp_path: Path) -> None:
