@@ -41,8 +41,6 @@ FORMAT_SUFFIXES: dict[str, str] = {
 #: FASTA, read as A3M when its rows differ in width and it has lower-case letters), the FASTA
 #: family read natively, or any other name Biopython's ``Bio.Align.read`` knows.
 NATIVE_IN_FORMATS = ("auto", "fasta", "a2m", "a3m")
-#: About this many bytes of rows are built at a time by the A3M writer.
-A3M_BLOCK_BYTES = 1 << 24
 
 
 class Rows(Protocol):
@@ -52,7 +50,9 @@ class Rows(Protocol):
     names: list[str]
     descriptions: list[str]
     width: int
-    distinct: SeqDB
+    distinct: SeqDB  # the residues, and their columns (the rows' sequences are distinct[index])
+    columns: np.ndarray
+    index: np.ndarray | None
 
     def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None: ...
 
@@ -98,7 +98,7 @@ def write_alignment(
     start = _position(out)
     try:
         if fmt == "a3m":
-            write_a3m(out, aligned)
+            writers.write_a3m(out, aligned)
         elif fmt == "a2m":
             rests = list(map(writers.rest_of_header, aligned.names, aligned.descriptions))
             writers.write_a2m(out, aligned, names, rests, writers.a2m_match_columns(aligned))
@@ -156,48 +156,6 @@ def _position(out: BinaryIO) -> int | None:
         return out.tell()
     except (OSError, ValueError, io.UnsupportedOperation):
         return None
-
-
-_UPPER = np.arange(256, dtype=np.uint8)
-_UPPER[ord("a") : ord("z") + 1] -= 32
-_LOWER = np.arange(256, dtype=np.uint8)
-_LOWER[ord("A") : ord("Z") + 1] += 32
-_GAP, _STAR = ord("-"), ord("*")
-
-
-def a3m_match_columns(aligned: Rows) -> np.ndarray:
-    """A3M's match columns (bool, one per column): where the first row has a residue, or a ``*``."""
-    match = np.zeros(aligned.width, dtype=bool)
-    match[aligned.record_columns(0)] = True
-    db = getattr(aligned, "distinct", None)
-    if db is not None:
-        match[aligned.columns[db.residues == _STAR]] = True
-    else:
-        match |= (aligned.rows == _STAR).any(axis=0)
-    return match
-
-
-def write_a3m(out: BinaryIO, aligned: Rows) -> None:
-    """Write ``aligned`` as A3M (see the module docstring), one line per sequence, a block of rows at a time."""
-    from msa.io.fasta import header_bytes
-
-    n = len(aligned.names)
-    if n == 0:
-        return
-    match = a3m_match_columns(aligned)
-    per_block = max(1, A3M_BLOCK_BYTES // max(1, aligned.width))
-    for lo in range(0, n, per_block):
-        hi = min(n, lo + per_block)
-        rows = aligned.rows_of(lo, hi)
-        keep = match[None, :] | (rows != _GAP)
-        text = np.where(match[None, :], _UPPER[rows], _LOWER[rows])[keep].tobytes()
-        ends = np.cumsum(keep.sum(axis=1)).tolist()
-        parts: list[bytes] = []
-        start = 0
-        for head, end in zip(header_bytes(aligned.descriptions[lo:hi]), ends):
-            parts += [head, text[start:end], b"\n"]
-            start = end
-        out.writelines(parts)
 
 
 def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input") -> tuple[np.ndarray, int]:
