@@ -15,11 +15,8 @@ PHYLIP's name checks and relaxed variant, unique Stockholm names
 """
 from __future__ import annotations
 
-import contextlib
-import mmap
-import os
 import re
-from typing import TYPE_CHECKING, BinaryIO, Iterator, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Sequence
 
 import numpy as np
 
@@ -59,106 +56,55 @@ def _case_table(insert_gap: int) -> np.ndarray:
 A2M_CASE = _case_table(_DOT)
 
 
-class _Sink:
-    """Where a writer's bytes go, a block at a time: into the pages of the output file itself
-    where it is a new regular file whose ``total`` bytes could be reserved (no copy through
-    ``write``, and a full disk fails before any byte is written), else through ``out.write``."""
+class _Lines:
+    """Lines that each start with a head (a name padded as the format wants, a header), then a
+    body of ``columns`` bytes and a newline, laid out a block at a time in one reused buffer.
 
-    def __init__(self, out: BinaryIO, total: int | None) -> None:
-        from msa.io.fasta import _empty_file, _readable
-        from msa.io.output import reserve
-
-        self.out, self.total, self.at, self.fd = out, total, 0, None
-        fd = _empty_file(out) if total else None
-        if fd is not None and _readable(fd) and reserve(fd, 0, total):
-            self.fd = fd
-
-    @contextlib.contextmanager
-    def block(self, size: int) -> Iterator[np.ndarray]:
-        """``size`` bytes for the caller to fill; they are in the output when the block ends."""
-        if self.fd is not None and size:
-            base = self.at - self.at % mmap.ALLOCATIONGRANULARITY
-            try:
-                mapped = mmap.mmap(self.fd, self.at + size - base, offset=base)
-            except OSError:
-                if self.at:
-                    raise
-                self.fd = None  # cannot be mapped: written from the start, over the reserved space
-            else:  # unmapped once the caller's views of it are gone
-                yield np.frombuffer(mapped, dtype=np.uint8, count=size, offset=self.at - base)
-                self.at += size
-                return
-        buf = np.empty(size, dtype=np.uint8)
-        yield buf
-        self.out.write(memoryview(buf))
-
-    def write(self, data: bytes) -> None:
-        with self.block(len(data)) as buf:
-            buf[:] = np.frombuffer(data, dtype=np.uint8)
-
-    def lines(self, parts: list) -> None:
-        """Parts of lines of unequal length (never a mapped output: its size was not given)."""
-        self.out.writelines(parts)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.lseek(self.fd, self.at, os.SEEK_SET)
-
-
-class _NameColumn:
-    """Lines that each start with a head (a name padded as the format wants, a header).
-
-    A table of such lines is laid out for several blocks at once: a template
-    block (heads, bodies of ``fill``, newlines, the block's ``tail``) copied
-    over the table; the caller then fills the bodies. Heads of one byte length
-    (names in ASCII) are in the table, laid out in the output itself
-    (``_Sink.block``); heads of unequal length (A2M's headers, names in UTF-8)
-    are written in between the table's lines.
+    A block is a template (heads, bodies of ``fill`` or a row ``template``,
+    newlines, the block's ``tail``) copied over the buffer, then the caller's
+    residues put at their places. Heads of one byte length (names in ASCII)
+    are part of the template; heads of unequal length (A2M's headers, names in
+    UTF-8) are written in between the lines (``writelines``).
     """
 
-    def __init__(self, heads: Sequence[bytes]) -> None:
+    def __init__(self, heads: Sequence[bytes], columns: int, tail: bytes = b"", fill: int = _GAP,
+                 template: np.ndarray | None = None) -> None:
         lens = set(map(len, heads))
         self.heads = heads
-        self.count = len(heads)
-        self.uniform = len(lens) <= 1
         self.width = lens.pop() if len(lens) == 1 else 0  # 0: the heads are not in the table
-
-    def size(self, columns: int, tail: bytes = b"") -> int:
-        """Bytes of one block (exact where the heads are of one length)."""
-        return self.count * (self.width + columns + 1) + len(tail)
-
-    @contextlib.contextmanager
-    def blocks(
-        self, sink: _Sink, blocks: int, columns: int, tail: bytes = b"", fill: int = _GAP, template: np.ndarray | None = None
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(table, bodies)``: ``table`` is ``blocks`` blocks of these lines, flat per block;
-        ``bodies`` its ``(blocks, lines, columns)`` view, all ``fill`` (or the row ``template``)
-        for the caller to fill in. The lines go to ``sink`` when the block ends."""
-        line = self.width + columns + 1
-        size = self.count * line
-        one = np.empty(size + len(tail), dtype=np.uint8)
-        one[size:] = np.frombuffer(tail, dtype=np.uint8)
-        lines = one[:size].reshape(self.count, line)
+        self.line = self.width + columns + 1
+        self.size = len(heads) * self.line  # of one block's lines, without the tail
+        one = np.empty(self.size + len(tail), dtype=np.uint8)
+        one[self.size :] = np.frombuffer(tail, dtype=np.uint8)
+        lines = one[: self.size].reshape(len(heads), self.line)
         if self.width:
-            lines[:, : self.width] = np.frombuffer(b"".join(self.heads), np.uint8).reshape(self.count, self.width)
-        lines[:, self.width : self.width + columns] = fill if template is None else template
+            lines[:, : self.width] = np.frombuffer(b"".join(heads), np.uint8).reshape(len(heads), self.width)
+        lines[:, self.width : -1] = fill if template is None else template
         lines[:, -1] = _NL
-        if self.uniform:
-            with sink.block(blocks * len(one)) as buf:
-                table = buf.reshape(blocks, len(one))
-                table[:] = one
-                yield table, table[:, :size].reshape(blocks, self.count, line)[:, :, self.width : self.width + columns]
+        self.one = one
+        self.buffer = np.empty(0, dtype=np.uint8)
+
+    def block(self, blocks: int = 1) -> np.ndarray:
+        """``blocks`` copies of the template, flat (``blocks * len(self.one)`` bytes of a reused buffer)."""
+        size = blocks * len(self.one)
+        if len(self.buffer) < size:
+            self.buffer = np.empty(size, dtype=np.uint8)
+        table = self.buffer[:size]
+        table.reshape(blocks, len(self.one))[:] = self.one
+        return table
+
+    def write(self, out: BinaryIO, table: np.ndarray) -> None:
+        """The laid-out ``table`` (from ``block``) to ``out``, heads and all."""
+        if self.width or not self.heads:
+            out.write(memoryview(table))
             return
-        table = np.empty((blocks, len(one)), dtype=np.uint8)
-        table[:] = one
-        yield table, table[:, :size].reshape(blocks, self.count, line)[:, :, self.width : self.width + columns]
-        view = memoryview(table.reshape(-1))
+        view, step = memoryview(table), len(self.one)
         parts: list = []
-        for start in range(0, table.size, len(one)):  # a block at a time, then its tail
-            parts += [part for k, head in enumerate(self.heads)
-                      for part in (head, view[start + k * line : start + (k + 1) * line])]
-            parts.append(view[start + size : start + len(one)])
-        sink.lines(parts)
+        for start in range(0, len(table), step):  # a block at a time, then its tail
+            at = range(start, start + self.size, self.line)
+            parts += [part for head, k in zip(self.heads, at) for part in (head, view[k : k + self.line])]
+            parts.append(view[start + self.size : start + step])
+        out.write(b"".join(parts))  # one write: OutputWriter.write is Python, called per part by writelines
 
 
 def _encode(text: str) -> bytes:
@@ -167,80 +113,83 @@ def _encode(text: str) -> bytes:
 
 
 def _residues(aligned: Rows, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(record - lo, column, letter) of every residue of records ``lo..hi``, record after record."""
+    """(residues of each record, column, letter) of every residue of records ``lo..hi``, record after record."""
     db = aligned.distinct
     if aligned.index is None:  # records are the sequences: one slice
         first, last = int(db.offsets[lo]), int(db.offsets[hi])
-        record = np.repeat(np.arange(hi - lo), db.lengths[lo:hi])
-        return record, aligned.columns[first:last], db.residues[first:last]
+        return db.lengths[lo:hi], aligned.columns[first:last], db.residues[first:last]
     ids = aligned.index[lo:hi]
     lengths = db.lengths[ids]
     at = _ranges(db.offsets[ids], lengths)
-    return np.repeat(np.arange(hi - lo), lengths), aligned.columns[at], db.residues[at]
+    return lengths, aligned.columns[at], db.residues[at]
 
 
-def _record_blocks(aligned: Rows, line: int) -> list[tuple[int, int]]:
-    """Records ``lo..hi`` of about BLOCK_BYTES of lines of ``line`` bytes each."""
-    n = len(aligned.names)
-    step = max(1, BLOCK_BYTES // max(1, line))
-    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
-
-
-def _write_rows(sink: _Sink, aligned: Rows, heads: Sequence[bytes], template: np.ndarray | None = None,
+def _write_rows(out: BinaryIO, aligned: Rows, heads: Sequence[bytes], template: np.ndarray | None = None,
                 recode: np.ndarray | None = None) -> None:
     """Line ``i``: ``heads[i]``, row ``i``, a newline. Rows are ``template`` (default: gaps)
     with each residue at its column, through the byte table ``recode`` (with INSERT_BIT set
-    in the columns where ``template`` holds a ``.``) if given."""
-    width = aligned.width
+    in the columns where ``template`` holds a ``.``) if given; a block of records at a time."""
+    from msa.alphabet import lookup
+
+    n, width = len(heads), aligned.width
     insert = None if template is None else np.where(template == _DOT, INSERT_BIT, 0).astype(np.uint8)
-    for lo, hi in _record_blocks(aligned, width + 32):
-        column = _NameColumn(heads[lo:hi])
-        record, col, letter = _residues(aligned, lo, hi)
+    step = max(1, BLOCK_BYTES // (width + 32))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        lines = _Lines(heads[lo:hi], width, template=template)
+        lengths, col, letter = _residues(aligned, lo, hi)
         if recode is not None:
-            letter = recode[letter | insert[col]]
-        with column.blocks(sink, 1, width, template=template) as (table, _):
-            table.reshape(-1)[record * (column.width + width + 1) + column.width + col] = letter
+            letter = lookup(recode, letter | insert[col])
+        table = lines.block()
+        table[np.repeat(np.arange(lines.width, lines.size, lines.line), lengths) + col] = letter
+        lines.write(out, table)
 
 
 def write_clustal(out: BinaryIO, aligned: Rows, names: Sequence[str], title: bytes, nucleotide: bool) -> None:
     """Clustal: the title line and two blank lines, then blocks of 50 columns, each a line per
     row (30 characters of name in a column of 36) and the conservation line, then a blank line.
 
-    Every block holds every row, so each residue goes straight to its place in its block."""
+    Every block holds every row: each residue's place in the blocks is computed at once,
+    the residues grouped by the buffer they fall in, and each buffer of blocks written."""
     n, width = len(names), aligned.width
-    record, col, letter = _residues(aligned, 0, n)
+    lengths, col, letter = _residues(aligned, 0, n)
     heads = [_encode(name[:CLUSTAL_NAME].replace(" ", "_").ljust(CLUSTAL_NAME_COLUMN)) for name in names]
-    column = _NameColumn(heads + [b" " * CLUSTAL_NAME_COLUMN])
-    marks = _conservation(n, width, record, col, letter, nucleotide)
+    heads.append(b" " * CLUSTAL_NAME_COLUMN)
+    marks = _conservation(n, width, lengths, col, letter, nucleotide)
+    out.write(title + b"\n\n\n")
     full, rest = divmod(width, CLUSTAL_COLUMNS)
-    total = len(title) + 3 + full * column.size(CLUSTAL_COLUMNS, b"\n") + (column.size(rest, b"\n") if rest else 0) + 1
-    sink = _Sink(out, total if column.uniform else None)
-    sink.write(title + b"\n\n\n")
-    line = column.width + CLUSTAL_COLUMNS + 1
-    block_bytes = column.size(CLUSTAL_COLUMNS, b"\n")
-    block, within = np.divmod(col, CLUSTAL_COLUMNS)
-    at = block * block_bytes + record * line + column.width + within  # each residue's place, from the first block
-    key = record * (width + 1) + col  # ascending: record after record, columns in order
-    starts = np.arange(n, dtype=np.int64) * (width + 1)
-    step = max(1, BLOCK_BYTES // block_bytes)
-    spans = [(b, min(full, b + step), CLUSTAL_COLUMNS) for b in range(0, full, step)]
-    if rest:
-        spans.append((full, full + 1, rest))
-    for first, last, columns in spans:
-        lo, hi = first * CLUSTAL_COLUMNS, first * CLUSTAL_COLUMNS + (last - first) * columns
-        begin = np.searchsorted(key, starts + lo)
-        inside = _ranges(begin, np.searchsorted(key, starts + hi) - begin)  # the residues in lo..hi
-        where = at[inside] - first * block_bytes
-        if columns != CLUSTAL_COLUMNS:  # the last, narrower block: shorter lines
-            where -= record[inside] * (CLUSTAL_COLUMNS - columns)
-        with column.blocks(sink, last - first, columns, b"\n") as (table, body):
-            body[:, n] = marks[lo:hi].reshape(last - first, columns)
-            table.reshape(-1)[where] = letter[inside]
-    sink.write(b"\n")
-    sink.close()
+    lines = _Lines(heads, CLUSTAL_COLUMNS, b"\n")
+    block = len(lines.one)
+    step = max(1, BLOCK_BYTES // block)  # blocks per buffer
+    groups = -(-full // step)  # buffers of full blocks; the narrower last block is group ``groups``
+    index = np.int32 if (step * block) < 1 << 31 else np.int64
+    # Residue (r, c) lies at r * line + base[c] of its buffer: the block's place there, the head, c % 50.
+    blocks = np.arange(width) // CLUSTAL_COLUMNS
+    base = ((blocks % step) * block * (blocks < full) + lines.width + np.arange(width) % CLUSTAL_COLUMNS).astype(index)
+    group = np.where(blocks < full, blocks // step, groups).astype(np.uint16 if groups < 1 << 16 else np.int64)[col]
+    at = np.repeat(np.arange(n, dtype=index) * index(lines.line), lengths) + base[col]
+    order = np.argsort(group, kind="stable")  # the residues, buffer after buffer
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(group, minlength=groups + 1)))).tolist()
+    for g, first in enumerate(range(0, full, step)):
+        count = min(full, first + step) - first
+        table = lines.block(count)
+        table.reshape(count, block)[:, lines.size - lines.line + lines.width : lines.size - 1] = (
+            marks[first * CLUSTAL_COLUMNS : (first + count) * CLUSTAL_COLUMNS].reshape(count, CLUSTAL_COLUMNS))
+        inside = order[bounds[g] : bounds[g + 1]]
+        table[at[inside]] = letter[inside]
+        lines.write(out, table)
+    if rest:  # the last, narrower block: shorter lines
+        last = _Lines(heads, rest, b"\n")
+        table = last.block()
+        table[last.size - last.line + last.width : last.size - 1] = marks[full * CLUSTAL_COLUMNS :]
+        inside = order[bounds[groups] :]
+        records = (at[inside] - base[col[inside]]) // lines.line
+        table[records * last.line + base[col[inside]]] = letter[inside]
+        last.write(out, table)
+    out.write(b"\n")
 
 
-def _conservation(n: int, width: int, record: np.ndarray, col: np.ndarray, letter: np.ndarray,
+def _conservation(n: int, width: int, lengths: np.ndarray, col: np.ndarray, letter: np.ndarray,
                   nucleotide: bool) -> np.ndarray:
     """conservation_line of the rows these residues make, from a row matrix of only the
     columns where every record has a residue (the others get a space)."""
@@ -252,7 +201,7 @@ def _conservation(n: int, width: int, record: np.ndarray, col: np.ndarray, lette
     rank[full] = np.arange(len(full))
     inside = rank[col] >= 0
     dense = np.empty((n, len(full)), dtype=np.uint8)
-    dense[record[inside], rank[col[inside]]] = letter[inside]
+    dense[np.repeat(np.arange(n), lengths)[inside], rank[col[inside]]] = letter[inside]
     marks[full] = conservation_line(dense, nucleotide)
     return marks
 
@@ -262,37 +211,25 @@ def write_stockholm(out: BinaryIO, aligned: Rows, names: Sequence[str], rests: S
     a line per row after a name column, ``//``."""
     width = max(map(len, names))
     start = max(width, 20) + 12
-    top = b"".join([b"# STOCKHOLM 1.0\n", b"#=GF SQ   %d\n" % len(names)]
+    out.writelines([b"# STOCKHOLM 1.0\n", b"#=GF SQ   %d\n" % len(names)]
                    + [_encode(f"#=GS {name.ljust(width)}  DE {rest}\n") for name, rest in zip(names, rests) if rest])
-    _write_lines(out, aligned, top, [_encode(name.ljust(start)) for name in names], b"//\n")
+    _write_rows(out, aligned, [_encode(name.ljust(start)) for name in names])
+    out.write(b"//\n")
 
 
 def write_phylip(out: BinaryIO, aligned: Rows, names: Sequence[str], relaxed: bool) -> None:
     """PHYLIP, sequential, a row per line: names (see phylip_names) cut and padded to 10 characters,
     or, relaxed, whole and padded to the longest plus one."""
     pad = max(map(len, names)) + 1 if relaxed else PHYLIP_NAME
-    top = b"%d %d\n" % (len(names), aligned.width)
-    _write_lines(out, aligned, top, [_encode(name.ljust(pad)) for name in names], b"")
+    out.write(b"%d %d\n" % (len(names), aligned.width))
+    _write_rows(out, aligned, [_encode(name.ljust(pad)) for name in names])
 
 
 def write_a2m(out: BinaryIO, aligned: Rows, names: Sequence[str], rests: Sequence[str], match: np.ndarray) -> None:
     """A2M: a header line and a line of residues per record; match columns (``match``) upper
     case with ``-`` gaps, insert columns lower case with ``.`` gaps."""
     heads = [_encode(f">{name} {rest}\n" if rest else f">{name}\n") for name, rest in zip(names, rests)]
-    template = np.where(match, _GAP, _DOT).astype(np.uint8)
-    _write_lines(out, aligned, b"", heads, b"", template, A2M_CASE)
-
-
-def _write_lines(out: BinaryIO, aligned: Rows, top: bytes, heads: list[bytes], end: bytes,
-                 template: np.ndarray | None = None, recode: np.ndarray | None = None) -> None:
-    """``top``, a line per row (see _write_rows), ``end``."""
-    lens = set(map(len, heads))
-    total = len(top) + len(heads) * (lens.pop() + aligned.width + 1) + len(end) if len(lens) == 1 else None
-    sink = _Sink(out, total)
-    sink.write(top)
-    _write_rows(sink, aligned, heads, template, recode)
-    sink.write(end)
-    sink.close()
+    _write_rows(out, aligned, heads, np.where(match, _GAP, _DOT).astype(np.uint8), A2M_CASE)
 
 
 def _kinds() -> np.ndarray:
@@ -449,26 +386,28 @@ def write_a3m(out: BinaryIO, aligned: Rows) -> None:
 
     A residue's place in its line is the match columns before its column plus
     the record's insert residues before it: computed for all residues at once."""
+    from msa.alphabet import lookup
     from msa.io.fasta import header_bytes
 
     match = a3m_match_columns(aligned)
     matches = int(match.sum())
     match_before = np.cumsum(match) - match
-    for lo, hi in _record_blocks(aligned, matches + 32):
-        record, col, letter = _residues(aligned, lo, hi)
-        is_match = match[col]
-        lengths = np.bincount(record, minlength=hi - lo)
-        first = np.cumsum(lengths) - lengths  # each record's first residue
-        in_match = np.cumsum(is_match) - is_match  # match residues before each residue, over all records
-        inserts_before = np.arange(len(record)) - first[record] - (in_match - in_match[first][record])
-        line = matches + lengths - np.bincount(record, weights=is_match, minlength=hi - lo).astype(np.int64) + 1
+    n = len(aligned.names)
+    step = max(1, BLOCK_BYTES // (matches + 32))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        lengths, col, letter = _residues(aligned, lo, hi)
+        insert = ~match[col]
+        inserts = np.zeros(len(col) + 1, dtype=np.int64)  # insert residues before each residue, over all records
+        np.cumsum(insert, out=inserts[1:])
+        ends = np.cumsum(lengths)
+        before = inserts[ends - lengths]  # inserts before each record's first residue
+        line = matches + inserts[ends] - before + 1
         line_start = np.cumsum(line) - line
         text = np.full(int(line.sum()), _GAP, dtype=np.uint8)
         text[line_start + line - 1] = _NL
-        state = np.where(is_match, 0, INSERT_BIT).astype(np.uint8)
-        text[line_start[record] + match_before[col] + inserts_before] = A2M_CASE[letter | state]
+        letter = lookup(A2M_CASE, letter | insert.view(np.uint8) * np.uint8(INSERT_BIT))
+        text[np.repeat(line_start - before, lengths) + match_before[col] + inserts[:-1]] = letter
         view = memoryview(text)
-        ends = (line_start + line).tolist()
-        starts = line_start.tolist()
-        out.writelines([part for head, a, b in zip(header_bytes(aligned.descriptions[lo:hi]), starts, ends)
-                        for part in (head, view[a:b])])
+        out.write(b"".join([part for head, a, b in zip(header_bytes(aligned.descriptions[lo:hi]), line_start.tolist(),
+                                                       (line_start + line).tolist()) for part in (head, view[a:b])]))
