@@ -56,6 +56,9 @@ class Rows(Protocol):
 
     def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None: ...
 
+    def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
+             template: np.ndarray, width: int, lo: int, hi: int, backend=None) -> None: ...
+
     @property
     def rows(self) -> np.ndarray: ...
 

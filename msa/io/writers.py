@@ -126,23 +126,40 @@ def _residues(aligned: Rows, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, 
 
 def _write_rows(out: BinaryIO, aligned: Rows, heads: Sequence[bytes], template: np.ndarray | None = None,
                 recode: np.ndarray | None = None) -> None:
-    """Line ``i``: ``heads[i]``, row ``i``, a newline. Rows are ``template`` (default: gaps)
-    with each residue at its column, through the byte table ``recode`` (with INSERT_BIT set
-    in the columns where ``template`` holds a ``.``) if given; a block of records at a time."""
+    """Line ``i``: ``heads[i]``, row ``i``, a newline; a buffer of records at a time.
+
+    Rows are ``template`` (default: gaps) with each residue at its column,
+    through the byte table ``recode`` (with INSERT_BIT set in the columns
+    where ``template`` holds a ``.``) if given. The records are laid out as
+    FASTA's are, by ``aligned.fill`` on every thread (a record is a head and
+    one unwrapped row)."""
+    from dataclasses import replace
+
     from msa.alphabet import lookup
 
     n, width = len(heads), aligned.width
-    insert = None if template is None else np.where(template == _DOT, INSERT_BIT, 0).astype(np.uint8)
-    step = max(1, BLOCK_BYTES // (width + 32))
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        lines = _Lines(heads[lo:hi], width, template=template)
-        lengths, col, letter = _residues(aligned, lo, hi)
-        if recode is not None:
-            letter = lookup(recode, letter | insert[col])
-        table = lines.block()
-        table[np.repeat(np.arange(lines.width, lines.size, lines.line), lengths) + col] = letter
-        lines.write(out, table)
+    row = np.full(width + 1, _NL, dtype=np.uint8)
+    row[:-1] = _GAP if template is None else template
+    if recode is not None:
+        db = aligned.distinct
+        insert = np.where(row[:-1] == _DOT, INSERT_BIT, 0).astype(np.uint8)
+        aligned = replace(aligned, distinct=replace(db, residues=lookup(recode, db.residues | insert[aligned.columns])))
+    head_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, heads), dtype=np.int64, count=n), out=head_off[1:])
+    head_buf = np.frombuffer(b"".join(heads), dtype=np.uint8)
+    ends = head_off[1:] + np.arange(1, n + 1) * (width + 1)  # each record's end
+    buffer = np.empty(0, dtype=np.uint8)
+    lo = 0
+    while lo < n:
+        start = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, start + BLOCK_BYTES, side="right")))
+        size = int(ends[hi - 1]) - start
+        if len(buffer) < size:
+            buffer = np.empty(size, dtype=np.uint8)
+        rec_off = head_off[lo:hi] + np.arange(lo, hi) * (width + 1) - start
+        aligned.fill(buffer, rec_off, head_buf, head_off[lo : hi + 1], row, width, lo, hi)
+        out.write(memoryview(buffer[:size]))
+        lo = hi
 
 
 def write_clustal(out: BinaryIO, aligned: Rows, names: Sequence[str], title: bytes, nucleotide: bool) -> None:
