@@ -1,17 +1,19 @@
-"""Clustal, Stockholm, PHYLIP, A2M and A3M written from the residues and their columns, a block
-of lines at a time.
+"""Clustal, Stockholm, PHYLIP, A2M and A3M written from the residues and their columns, never
+from a row matrix and never a residue at a time.
 
-Every line of the first four is a head (a name column, a header), a slice
-of a row and a newline, so NumPy lays out a block of lines at once: a
-template line copied over the block, the names, then each residue put at its
-place; no row matrix and no loop over residues. Where the heads have one
-byte length (names in ASCII), the block is laid out in the output file's
-own pages, reserved and mapped as the FASTA writer does; otherwise a block is
-written line by line (``writelines``). The bytes are those Biopython 1.88's
-``Bio.Align`` writers gave (whose per-residue rows made Clustal of 1,000 rows
-take 72 s against 0.75 s for FASTA), except for Clustal's conservation line,
-PHYLIP's name checks and relaxed variant, unique Stockholm names
-(:func:`check_names`) and all-gap columns, which Biopython dropped.
+Stockholm, PHYLIP and A2M have a line per record, a head (a padded name, a
+header) and the whole row: records laid out as FASTA's are, by
+``AlignedRows.fill`` on every thread, with one unwrapped row each. Clustal
+interleaves blocks of 50 columns: NumPy copies a template block (names,
+gaps, newlines) over a buffer of blocks and puts every residue at its place,
+computed for all residues at once. A3M's rows differ in length: each
+residue's place is computed from the match columns and the inserts before it.
+
+The bytes are those Biopython 1.88's ``Bio.Align`` writers gave (whose
+per-residue rows made Clustal of 1,000 rows take 72 s against 0.75 s for
+FASTA), except for Clustal's conservation line, PHYLIP's name checks and
+relaxed variant, unique Stockholm names (:func:`check_names`), and all-gap
+columns, which Biopython dropped.
 """
 from __future__ import annotations
 
@@ -57,18 +59,16 @@ A2M_CASE = _case_table(_DOT)
 
 
 class _Lines:
-    """Lines that each start with a head (a name padded as the format wants, a header), then a
-    body of ``columns`` bytes and a newline, laid out a block at a time in one reused buffer.
+    """Blocks of lines that each start with a head (a padded name), then ``columns`` bytes of
+    gaps and a newline; a block ends with ``tail``. Laid out in one reused buffer.
 
-    A block is a template (heads, bodies of ``fill`` or a row ``template``,
-    newlines, the block's ``tail``) copied over the buffer, then the caller's
-    residues put at their places. Heads of one byte length (names in ASCII)
-    are part of the template; heads of unequal length (A2M's headers, names in
-    UTF-8) are written in between the lines (``writelines``).
+    A block is a template copied over the buffer; the caller then puts the
+    residues at their places. Heads of one byte length (names in ASCII) are
+    part of the template; heads of unequal length (names in UTF-8) are joined
+    in between the lines when the block is written.
     """
 
-    def __init__(self, heads: Sequence[bytes], columns: int, tail: bytes = b"", fill: int = _GAP,
-                 template: np.ndarray | None = None) -> None:
+    def __init__(self, heads: Sequence[bytes], columns: int, tail: bytes = b"") -> None:
         lens = set(map(len, heads))
         self.heads = heads
         self.width = lens.pop() if len(lens) == 1 else 0  # 0: the heads are not in the table
@@ -79,7 +79,7 @@ class _Lines:
         lines = one[: self.size].reshape(len(heads), self.line)
         if self.width:
             lines[:, : self.width] = np.frombuffer(b"".join(heads), np.uint8).reshape(len(heads), self.width)
-        lines[:, self.width : -1] = fill if template is None else template
+        lines[:, self.width : -1] = _GAP
         lines[:, -1] = _NL
         self.one = one
         self.buffer = np.empty(0, dtype=np.uint8)
@@ -104,7 +104,7 @@ class _Lines:
             at = range(start, start + self.size, self.line)
             parts += [part for head, k in zip(self.heads, at) for part in (head, view[k : k + self.line])]
             parts.append(view[start + self.size : start + step])
-        out.write(b"".join(parts))  # one write: OutputWriter.write is Python, called per part by writelines
+        out.write(b"".join(parts))  # one write: writelines would call OutputWriter.write per part
 
 
 def _encode(text: str) -> bytes:

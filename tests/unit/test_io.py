@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from Bio import Align
 
-from msa.io import FORMATS, InputError, open_output, parse_fasta, read_fasta, write_alignment
+from msa.io import InputError, open_output, parse_fasta, read_fasta, write_alignment
 from msa.io.bioalign import to_alignment
 from msa.io.fasta import write_fasta
 from msa.io.writers import a2m_match_columns
