@@ -75,8 +75,8 @@ def write_alignment(
 
     Where ``out`` is a regular file, its free space is checked against the
     output's size first (exact for FASTA, an estimate for the others), so a
-    full disk is reported before the rows are built. ``backend`` fills FASTA records
-    written into a mapped file (msa.io.fasta.write_fasta); default: the CPU. ``seq_type``
+    full disk is reported before the rows are built. ``backend`` fills the records of FASTA,
+    Stockholm, PHYLIP and A2M (AlignedRows.fill); default: the CPU's threads. ``seq_type``
     (``protein``, ``dna``, ``rna``; default: detected) picks Clustal's conservation marks.
 
     Raises:
@@ -94,8 +94,9 @@ def write_alignment(
     if fmt == "stockholm" and names != aligned.names:
         from msa.progress import current
 
-        current().note(f"{sum(a != b for a, b in zip(names, aligned.names))} repeated names written as "
-                       "NAME/2, NAME/3, ... (Stockholm names must be unique)")
+        renamed = sum(a != b for a, b in zip(names, aligned.names))
+        current().note(f"stockholm: {renamed} repeated name{'s' if renamed > 1 else ''} written as NAME/2, "
+                       "NAME/3, ... (its readers join the lines of one name into one sequence)")
     at_least = fmt != "a2m"
     check_space(out, needed, at_least)
     start = _position(out)
@@ -104,15 +105,15 @@ def write_alignment(
             writers.write_a3m(out, aligned)
         elif fmt == "a2m":
             rests = list(map(writers.rest_of_header, aligned.names, aligned.descriptions))
-            writers.write_a2m(out, aligned, names, rests, writers.a2m_match_columns(aligned))
+            writers.write_a2m(out, aligned, names, rests, writers.a2m_match_columns(aligned), backend)
         elif fmt == "clustal":
             title = f"CLUSTAL format by msa {__version__} multiple sequence alignment".encode()
             writers.write_clustal(out, aligned, names, title, _nucleotide(aligned, seq_type))
         elif fmt == "stockholm":
             rests = list(map(writers.rest_of_header, aligned.names, aligned.descriptions))
-            writers.write_stockholm(out, aligned, names, rests)
+            writers.write_stockholm(out, aligned, names, rests, backend)
         else:
-            writers.write_phylip(out, aligned, names, relaxed=fmt == "phylip-relaxed")
+            writers.write_phylip(out, aligned, names, fmt == "phylip-relaxed", backend)
     except OSError as exc:
         raise needing(exc, needed if regular_file(out) is not None else None, at_least)
     end = _position(out)
@@ -253,16 +254,24 @@ def _read_with_biopython(source: str, fmt: str, label: str):
     if not data.strip():
         raise InputError(f"{label}: empty input")
     try:
-        alignment = Align.read(io.StringIO(data.decode("utf-8", "surrogateescape")), fmt)
+        stream = io.StringIO(data.decode("utf-8", "surrogateescape"))
+        if fmt == "phylip-relaxed":  # Bio.Align reads strict PHYLIP only; AlignIO gives records of rows
+            from Bio import AlignIO
+
+            records = list(AlignIO.read(stream, fmt))
+            sequences, gapped = records, [r.seq for r in records]
+        else:
+            alignment = Align.read(stream, fmt)
+            sequences, gapped = alignment.sequences, list(alignment)
     except Exception as exc:  # Biopython raises many types (ValueError, KeyError, ...) on bad input
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise InputError(f"{label}: cannot read as {fmt}: {text}") from None
-    names = [str(s.id) for s in alignment.sequences]
+    names = [str(s.id) for s in sequences]
     descriptions = [
         str(s.description) if str(getattr(s, "description", "")).startswith(str(s.id)) else str(s.id)
-        for s in alignment.sequences
+        for s in sequences
     ]
-    rows = [str(row).encode("utf-8", "surrogateescape") for row in alignment]
+    rows = [str(row).encode("utf-8", "surrogateescape") for row in gapped]
     text = np.frombuffer(b"".join(rows), dtype=np.uint8).copy()
     offsets = np.concatenate(([0], np.cumsum([len(r) for r in rows]))).astype(np.int64)
     cls = ALIGNED_BYTE_CLASS[text]

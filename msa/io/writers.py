@@ -124,15 +124,15 @@ def _residues(aligned: Rows, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, 
     return lengths, aligned.columns[at], db.residues[at]
 
 
-def _write_rows(out: BinaryIO, aligned: Rows, heads: Sequence[bytes], template: np.ndarray | None = None,
+def _write_rows(out: BinaryIO, aligned: Rows, heads: Sequence[bytes], backend=None, template: np.ndarray | None = None,
                 recode: np.ndarray | None = None) -> None:
     """Line ``i``: ``heads[i]``, row ``i``, a newline; a buffer of records at a time.
 
     Rows are ``template`` (default: gaps) with each residue at its column,
     through the byte table ``recode`` (with INSERT_BIT set in the columns
     where ``template`` holds a ``.``) if given. The records are laid out as
-    FASTA's are, by ``aligned.fill`` on every thread (a record is a head and
-    one unwrapped row)."""
+    FASTA's are, by ``aligned.fill`` on ``backend`` (default: the CPU's threads),
+    a record being a head and one unwrapped row."""
     from dataclasses import replace
 
     from msa.alphabet import lookup
@@ -157,7 +157,7 @@ def _write_rows(out: BinaryIO, aligned: Rows, heads: Sequence[bytes], template: 
         if len(buffer) < size:
             buffer = np.empty(size, dtype=np.uint8)
         rec_off = head_off[lo:hi] + np.arange(lo, hi) * (width + 1) - start
-        aligned.fill(buffer, rec_off, head_buf, head_off[lo : hi + 1], row, width, lo, hi)
+        aligned.fill(buffer, rec_off, head_buf, head_off[lo : hi + 1], row, width, lo, hi, backend)
         out.write(memoryview(buffer[:size]))
         lo = hi
 
@@ -223,30 +223,32 @@ def _conservation(n: int, width: int, lengths: np.ndarray, col: np.ndarray, lett
     return marks
 
 
-def write_stockholm(out: BinaryIO, aligned: Rows, names: Sequence[str], rests: Sequence[str]) -> None:
+def write_stockholm(out: BinaryIO, aligned: Rows, names: Sequence[str], rests: Sequence[str], backend=None) -> None:
     """Stockholm 1.0: the number of sequences (``#=GF SQ``), each description as ``#=GS name DE``,
     a line per row after a name column, ``//``."""
     width = max(map(len, names))
     start = max(width, 20) + 12
     out.writelines([b"# STOCKHOLM 1.0\n", b"#=GF SQ   %d\n" % len(names)]
                    + [_encode(f"#=GS {name.ljust(width)}  DE {rest}\n") for name, rest in zip(names, rests) if rest])
-    _write_rows(out, aligned, [_encode(name.ljust(start)) for name in names])
+    _write_rows(out, aligned, [_encode(name.ljust(start)) for name in names], backend)
     out.write(b"//\n")
 
 
-def write_phylip(out: BinaryIO, aligned: Rows, names: Sequence[str], relaxed: bool) -> None:
+def write_phylip(out: BinaryIO, aligned: Rows, names: Sequence[str], relaxed: bool, backend=None) -> None:
     """PHYLIP, sequential, a row per line: names (see phylip_names) cut and padded to 10 characters,
     or, relaxed, whole and padded to the longest plus one."""
     pad = max(map(len, names)) + 1 if relaxed else PHYLIP_NAME
     out.write(b"%d %d\n" % (len(names), aligned.width))
-    _write_rows(out, aligned, [_encode(name.ljust(pad)) for name in names])
+    _write_rows(out, aligned, [_encode(name.ljust(pad)) for name in names], backend)
 
 
-def write_a2m(out: BinaryIO, aligned: Rows, names: Sequence[str], rests: Sequence[str], match: np.ndarray) -> None:
+def write_a2m(
+    out: BinaryIO, aligned: Rows, names: Sequence[str], rests: Sequence[str], match: np.ndarray, backend=None
+) -> None:
     """A2M: a header line and a line of residues per record; match columns (``match``) upper
     case with ``-`` gaps, insert columns lower case with ``.`` gaps."""
     heads = [_encode(f">{name} {rest}\n" if rest else f">{name}\n") for name, rest in zip(names, rests)]
-    _write_rows(out, aligned, heads, np.where(match, _GAP, _DOT).astype(np.uint8), A2M_CASE)
+    _write_rows(out, aligned, heads, backend, np.where(match, _GAP, _DOT).astype(np.uint8), A2M_CASE)
 
 
 def _kinds() -> np.ndarray:

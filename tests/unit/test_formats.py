@@ -148,6 +148,16 @@ def test_strict_phylip_refuses_names_it_would_merge() -> None:
     assert read_back(written(aligned, "phylip-relaxed"), "phylip-relaxed")[0] == names
 
 
+def test_relaxed_phylip_reads_back_as_an_existing_alignment(tmp_path: Path) -> None:
+    from msa.io.formats import read_alignment
+
+    rows = random_rows(5, 70)
+    (tmp_path / "x.phy").write_text(written(aligned_of(LONG_NAMES[:5], rows), "phylip-relaxed"))
+    back = read_alignment(str(tmp_path / "x.phy"), "phylip-relaxed")
+    assert back.names == LONG_NAMES[:5]
+    np.testing.assert_array_equal(back.rows, rows)
+
+
 def test_strict_phylip_keeps_ten_characters_and_repeated_names() -> None:
     names = ["x(1):y;z,w", "dup", "dup", "0123456789abc"]
     got, _ = read_back(written(aligned_of(names, random_rows(4, 30)), "phylip"), "phylip")
@@ -171,7 +181,8 @@ def test_stockholm_makes_repeated_names_unique(monkeypatch: pytest.MonkeyPatch) 
     got, got_rows = read_back(text, "stockholm")
     assert got == ["a", "a/3", "a/2", "b", "a/4"]
     assert got_rows == [r.tobytes().decode() for r in rows]
-    assert notes.notes == ["2 repeated names written as NAME/2, NAME/3, ... (Stockholm names must be unique)"]
+    assert notes.notes == ["stockholm: 2 repeated names written as NAME/2, NAME/3, ... (its readers join the lines "
+                           "of one name into one sequence)"]
 
 
 def test_formats_without_sequences_are_refused() -> None:
