@@ -75,8 +75,8 @@ def write_alignment(
 
     Where ``out`` is a regular file, its free space is checked against the
     output's size first (exact for FASTA, an estimate for the others), so a
-    full disk is reported before the rows are built. ``backend`` fills the records of FASTA,
-    Stockholm, PHYLIP and A2M (AlignedRows.fill); default: the CPU's threads. ``seq_type``
+    full disk is reported before the rows are built. ``backend`` lays out the rows of every
+    format but A3M (AlignedRows.fill); default: the CPU's threads. ``seq_type``
     (``protein``, ``dna``, ``rna``; default: detected) picks Clustal's conservation marks.
 
     Raises:
@@ -108,7 +108,7 @@ def write_alignment(
             writers.write_a2m(out, aligned, names, rests, writers.a2m_match_columns(aligned), backend)
         elif fmt == "clustal":
             title = f"CLUSTAL format by msa {__version__} multiple sequence alignment".encode()
-            writers.write_clustal(out, aligned, names, title, _nucleotide(aligned, seq_type))
+            writers.write_clustal(out, aligned, names, title, _nucleotide(aligned, seq_type), backend)
         elif fmt == "stockholm":
             rests = list(map(writers.rest_of_header, aligned.names, aligned.descriptions))
             writers.write_stockholm(out, aligned, names, rests, backend)

@@ -162,64 +162,59 @@ def _write_rows(out: BinaryIO, aligned: Rows, heads: Sequence[bytes], backend=No
         lo = hi
 
 
-def write_clustal(out: BinaryIO, aligned: Rows, names: Sequence[str], title: bytes, nucleotide: bool) -> None:
+def write_clustal(out: BinaryIO, aligned: Rows, names: Sequence[str], title: bytes, nucleotide: bool,
+                  backend=None) -> None:
     """Clustal: the title line and two blank lines, then blocks of 50 columns, each a line per
     row (30 characters of name in a column of 36) and the conservation line, then a blank line.
 
-    Every block holds every row: each residue's place in the blocks is computed at once,
-    the residues grouped by the buffer they fall in, and each buffer of blocks written."""
+    The rows are first laid out as FASTA's records, wrapped at 50 columns and without
+    headers, by ``aligned.fill`` on ``backend`` (default: the CPU's threads); Clustal's
+    blocks are those lines, block after block, after the names."""
     n, width = len(names), aligned.width
-    lengths, col, letter = _residues(aligned, 0, n)
+    full, rest = divmod(width, CLUSTAL_COLUMNS)
+    line = CLUSTAL_COLUMNS + 1
+    size = full * line + (rest + 1 if rest else 0)  # a record: its lines of 50 columns and the last
+    template = np.full(size, _GAP, dtype=np.uint8)
+    template[line - 1 :: line] = _NL
+    template[-1] = _NL
+    wrapped = np.empty(n * size, dtype=np.uint8)
+    aligned.fill(wrapped, np.arange(n, dtype=np.int64) * size, np.empty(0, np.uint8), np.zeros(n + 1, np.int64),
+                 template, CLUSTAL_COLUMNS, 0, n, backend)
+    wrapped = wrapped.reshape(n, size)
     heads = [_encode(name[:CLUSTAL_NAME].replace(" ", "_").ljust(CLUSTAL_NAME_COLUMN)) for name in names]
     heads.append(b" " * CLUSTAL_NAME_COLUMN)
-    marks = _conservation(n, width, lengths, col, letter, nucleotide)
+    marks = _conservation(aligned, wrapped, nucleotide)
     out.write(title + b"\n\n\n")
-    full, rest = divmod(width, CLUSTAL_COLUMNS)
     lines = _Lines(heads, CLUSTAL_COLUMNS, b"\n")
     block = len(lines.one)
     step = max(1, BLOCK_BYTES // block)  # blocks per buffer
-    groups = -(-full // step)  # buffers of full blocks; the narrower last block is group ``groups``
-    index = np.int32 if (step * block) < 1 << 31 else np.int64
-    # Residue (r, c) lies at r * line + base[c] of its buffer: the block's place there, the head, c % 50.
-    blocks = np.arange(width) // CLUSTAL_COLUMNS
-    base = ((blocks % step) * block * (blocks < full) + lines.width + np.arange(width) % CLUSTAL_COLUMNS).astype(index)
-    group = np.where(blocks < full, blocks // step, groups).astype(np.uint16 if groups < 1 << 16 else np.int64)[col]
-    at = np.repeat(np.arange(n, dtype=index) * index(lines.line), lengths) + base[col]
-    order = np.argsort(group, kind="stable")  # the residues, buffer after buffer
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(group, minlength=groups + 1)))).tolist()
-    for g, first in enumerate(range(0, full, step)):
+    for first in range(0, full, step):
         count = min(full, first + step) - first
         table = lines.block(count)
-        table.reshape(count, block)[:, lines.size - lines.line + lines.width : lines.size - 1] = (
-            marks[first * CLUSTAL_COLUMNS : (first + count) * CLUSTAL_COLUMNS].reshape(count, CLUSTAL_COLUMNS))
-        inside = order[bounds[g] : bounds[g + 1]]
-        table[at[inside]] = letter[inside]
+        body = table.reshape(count, block)[:, : lines.size].reshape(count, n + 1, lines.line)[:, :, lines.width :]
+        body[:, :n] = wrapped[:, first * line : (first + count) * line].reshape(n, count, line).transpose(1, 0, 2)
+        body[:, n, :-1] = marks[first * CLUSTAL_COLUMNS : (first + count) * CLUSTAL_COLUMNS].reshape(count, -1)
         lines.write(out, table)
-    if rest:  # the last, narrower block: shorter lines
+    if rest:  # the last, narrower block
         last = _Lines(heads, rest, b"\n")
         table = last.block()
-        table[last.size - last.line + last.width : last.size - 1] = marks[full * CLUSTAL_COLUMNS :]
-        inside = order[bounds[groups] :]
-        records = (at[inside] - base[col[inside]]) // lines.line
-        table[records * last.line + base[col[inside]]] = letter[inside]
+        body = table[: last.size].reshape(n + 1, last.line)[:, last.width :]
+        body[:n] = wrapped[:, full * line :]
+        body[n, :-1] = marks[full * CLUSTAL_COLUMNS :]
         last.write(out, table)
     out.write(b"\n")
 
 
-def _conservation(n: int, width: int, lengths: np.ndarray, col: np.ndarray, letter: np.ndarray,
-                  nucleotide: bool) -> np.ndarray:
-    """conservation_line of the rows these residues make, from a row matrix of only the
+def _conservation(aligned: Rows, wrapped: np.ndarray, nucleotide: bool) -> np.ndarray:
+    """conservation_line of the rows (``wrapped``: each row wrapped at 50 columns), from the
     columns where every record has a residue (the others get a space)."""
+    width, n = aligned.width, len(aligned.names)
     marks = np.full(width, _SPACE, dtype=np.uint8)
-    full = np.flatnonzero(np.bincount(col, minlength=width) == n)
-    if n == 0 or len(full) == 0:
-        return marks
-    rank = np.full(width, -1, dtype=np.int64)
-    rank[full] = np.arange(len(full))
-    inside = rank[col] >= 0
-    dense = np.empty((n, len(full)), dtype=np.uint8)
-    dense[np.repeat(np.arange(n), lengths)[inside], rank[col[inside]]] = letter[inside]
-    marks[full] = conservation_line(dense, nucleotide)
+    db = aligned.distinct
+    weights = None if aligned.index is None else np.repeat(np.bincount(aligned.index, minlength=len(db)), db.lengths)
+    full = np.flatnonzero(np.bincount(aligned.columns, weights=weights, minlength=width) == n)
+    if n and len(full):
+        marks[full] = conservation_line(wrapped[:, full + full // CLUSTAL_COLUMNS], nucleotide)
     return marks
 
 
