@@ -4,9 +4,9 @@ from a row matrix and never a residue at a time.
 Stockholm, PHYLIP and A2M have a line per record, a head (a padded name, a
 header) and the whole row: records laid out as FASTA's are, by
 ``AlignedRows.fill`` on every thread, with one unwrapped row each. Clustal
-interleaves blocks of 50 columns: NumPy copies a template block (names,
-gaps, newlines) over a buffer of blocks and puts every residue at its place,
-computed for all residues at once. A3M's rows differ in length: each
+interleaves blocks of 50 columns: the rows are laid out wrapped at 50 the
+same way, and NumPy copies their lines, block after block, into a template
+of names and conservation lines. A3M's rows differ in length: each
 residue's place is computed from the match columns and the inserts before it.
 
 The bytes are those Biopython 1.88's ``Bio.Align`` writers gave (whose
@@ -62,8 +62,8 @@ class _Lines:
     """Blocks of lines that each start with a head (a padded name), then ``columns`` bytes of
     gaps and a newline; a block ends with ``tail``. Laid out in one reused buffer.
 
-    A block is a template copied over the buffer; the caller then puts the
-    residues at their places. Heads of one byte length (names in ASCII) are
+    A block is a template copied over the buffer; the caller then fills the
+    bodies. Heads of one byte length (names in ASCII) are
     part of the template; heads of unequal length (names in UTF-8) are joined
     in between the lines when the block is written.
     """
@@ -210,9 +210,7 @@ def _conservation(aligned: Rows, wrapped: np.ndarray, nucleotide: bool) -> np.nd
     columns where every record has a residue (the others get a space)."""
     width, n = aligned.width, len(aligned.names)
     marks = np.full(width, _SPACE, dtype=np.uint8)
-    db = aligned.distinct
-    weights = None if aligned.index is None else np.repeat(np.bincount(aligned.index, minlength=len(db)), db.lengths)
-    full = np.flatnonzero(np.bincount(aligned.columns, weights=weights, minlength=width) == n)
+    full = np.flatnonzero(_occupied(aligned) == n)
     if n and len(full):
         marks[full] = conservation_line(wrapped[:, full + full // CLUSTAL_COLUMNS], nucleotide)
     return marks
@@ -380,10 +378,14 @@ def a2m_match_columns(aligned: Rows) -> np.ndarray:
     changes the case of residues: upper in match columns, lower in inserts
     (the rule of HMMER's and HH-suite's ``--symfrac 0.5`` / ``-M 50``).
     """
+    return 2 * _occupied(aligned) >= len(aligned.names)
+
+
+def _occupied(aligned: Rows) -> np.ndarray:
+    """The records with a residue in each column (a sequence counted once per record sharing it)."""
     db = aligned.distinct
     weights = None if aligned.index is None else np.repeat(np.bincount(aligned.index, minlength=len(db)), db.lengths)
-    occupied = np.bincount(aligned.columns, weights=weights, minlength=aligned.width)
-    return 2 * occupied >= len(aligned.names)
+    return np.bincount(aligned.columns, weights=weights, minlength=aligned.width).astype(np.int64)
 
 
 def a3m_match_columns(aligned: Rows) -> np.ndarray:
