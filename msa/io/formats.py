@@ -45,7 +45,8 @@ NATIVE_IN_FORMATS = ("auto", "fasta", "a2m", "a3m")
 
 class Rows(Protocol):
     """What a writer needs: ``msa.alignment.AlignedRows`` has it. ``place`` puts the residues
-    of a block of records into wrapped rows, so FASTA is written a block at a time."""
+    of a block of records into wrapped rows, so FASTA is written a block at a time; ``fill``
+    lays out whole records (a head, then a row template with the residues in place)."""
 
     names: list[str]
     descriptions: list[str]
@@ -58,11 +59,6 @@ class Rows(Protocol):
 
     def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
              template: np.ndarray, width: int, lo: int, hi: int, backend=None) -> None: ...
-
-    @property
-    def rows(self) -> np.ndarray: ...
-
-    def rows_of(self, lo: int, hi: int) -> np.ndarray: ...
 
     def record_columns(self, i: int) -> np.ndarray: ...
 
