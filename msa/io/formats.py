@@ -1,11 +1,11 @@
-"""Alignment formats: FASTA and A3M written natively, the others by Biopython's ``Bio.Align`` writers;
-alignments read back (``msa add``/``merge``/``score``) as aligned FASTA, A2M/A3M or any Biopython format.
+"""Alignment formats: every output format written natively from the rows; alignments read back
+(``msa add``/``merge``/``score``) as aligned FASTA, A2M/A3M or any Biopython format.
 
 FASTA is the format every run of 10^6 sequences uses, so it is written from
-the row array directly; A3M (HH-suite, ColabFold) is written a block of rows
-at a time; Clustal, Stockholm, PHYLIP and A2M go through a
-``Bio.Align.Alignment`` (see :mod:`msa.io.bioalign`), where Biopython owns
-the details of each format.
+the residues' columns directly, never as a row matrix; A3M (HH-suite,
+ColabFold) is written a block of rows at a time; Clustal, Stockholm, PHYLIP
+(strict and relaxed) and A2M are laid out a block of lines at a time by
+:mod:`msa.io.writers`, byte for byte as Biopython's writers laid them out.
 
 A3M follows HH-suite's ``reformat.pl`` (its default ``-M first`` for a3m
 output): the match columns are those where the first sequence (the query)
@@ -19,7 +19,7 @@ between their match columns (:func:`msa.alignment.insert_columns`).
 from __future__ import annotations
 
 import io
-from typing import BinaryIO, Literal, Protocol, Sequence, get_args
+from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol, Sequence, get_args
 
 import numpy as np
 
@@ -27,68 +27,103 @@ from msa import __version__
 from msa.io.fasta import LINE_WIDTH, fasta_size, write_fasta
 from msa.io.output import check_space, needing, regular_file
 
-OutputFormat = Literal["fasta", "clustal", "stockholm", "phylip", "a2m", "a3m"]
+if TYPE_CHECKING:
+    from msa.seqdb import SeqDB
+
+OutputFormat = Literal["fasta", "clustal", "stockholm", "phylip", "phylip-relaxed", "a2m", "a3m"]
 FORMATS: tuple[str, ...] = get_args(OutputFormat)
 #: The file extension of each format (the names ``msa align -O`` gives its outputs).
 FORMAT_SUFFIXES: dict[str, str] = {
-    "fasta": ".fa", "clustal": ".aln", "stockholm": ".sto", "phylip": ".phy", "a2m": ".a2m", "a3m": ".a3m",
+    "fasta": ".fa", "clustal": ".aln", "stockholm": ".sto", "phylip": ".phy", "phylip-relaxed": ".phy",
+    "a2m": ".a2m", "a3m": ".a3m",
 }
 #: Input formats of an existing alignment: ``auto`` (by the file name: .a2m/.a3m, else aligned
 #: FASTA, read as A3M when its rows differ in width and it has lower-case letters), the FASTA
 #: family read natively, or any other name Biopython's ``Bio.Align.read`` knows.
 NATIVE_IN_FORMATS = ("auto", "fasta", "a2m", "a3m")
-#: About this many bytes of rows are built at a time by the A3M writer.
-A3M_BLOCK_BYTES = 1 << 24
 
 
 class Rows(Protocol):
     """What a writer needs: ``msa.alignment.AlignedRows`` has it. ``place`` puts the residues
-    of a block of records into wrapped rows, so FASTA is written a block at a time."""
+    of a block of records into wrapped rows, so FASTA is written a block at a time; ``fill``
+    lays out whole records (a head, then a row template with the residues in place)."""
 
     names: list[str]
     descriptions: list[str]
     width: int
+    distinct: SeqDB  # the residues, and their columns (the rows' sequences are distinct[index])
+    columns: np.ndarray
+    index: np.ndarray | None
 
     def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None: ...
 
-    @property
-    def rows(self) -> np.ndarray: ...
-
-    def rows_of(self, lo: int, hi: int) -> np.ndarray: ...
+    def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
+             template: np.ndarray, width: int, lo: int, hi: int, backend=None) -> None: ...
 
     def record_columns(self, i: int) -> np.ndarray: ...
 
 
-def write_alignment(out: BinaryIO, aligned: Rows, fmt: str = "fasta", backend=None) -> int | None:
+def write_alignment(
+    out: BinaryIO, aligned: Rows, fmt: str = "fasta", backend=None, seq_type: str | None = None
+) -> int | None:
     """Write ``aligned`` to the binary stream ``out`` in format ``fmt``; the bytes written
     (before compression), or None where they cannot be counted.
 
     Where ``out`` is a regular file, its free space is checked against the
     output's size first (exact for FASTA, an estimate for the others), so a
-    full disk is reported before the rows are built. ``backend`` fills FASTA records
-    written into a mapped file (msa.io.fasta.write_fasta); default: the CPU.
+    full disk is reported before the rows are built. ``backend`` lays out the rows of every
+    format but A3M (AlignedRows.fill); default: the CPU's threads. ``seq_type``
+    (``protein``, ``dna``, ``rna``; default: detected) picks Clustal's conservation marks.
 
     Raises:
-        ValueError: ``fmt`` is not one of FORMATS.
+        ValueError: ``fmt`` is not one of FORMATS, or cannot hold the names (check_names).
         OSError: a full disk (ENOSPC, EDQUOT, EFBIG) with ``bytes_needed``, or another write error.
     """
+    from msa.io import writers
+
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "fasta":
         return write_fasta(out, aligned.descriptions, aligned, backend=backend)
     needed = output_size(aligned.names, aligned.descriptions, aligned.width, fmt)
+    names = writers.check_names(aligned.names, fmt)
+    if fmt == "stockholm" and names != aligned.names:
+        from msa.progress import current
+
+        renamed = sum(a != b for a, b in zip(names, aligned.names))
+        current().note(f"stockholm: {renamed} repeated name{'s' if renamed > 1 else ''} written as NAME/2, "
+                       "NAME/3, ... (its readers join the lines of one name into one sequence)")
     at_least = fmt != "a2m"
     check_space(out, needed, at_least)
     start = _position(out)
     try:
         if fmt == "a3m":
-            write_a3m(out, aligned)
+            writers.write_a3m(out, aligned)
+        elif fmt == "a2m":
+            rests = list(map(writers.rest_of_header, aligned.names, aligned.descriptions))
+            writers.write_a2m(out, aligned, names, rests, writers.a2m_match_columns(aligned), backend)
+        elif fmt == "clustal":
+            title = f"CLUSTAL format by msa {__version__} multiple sequence alignment".encode()
+            writers.write_clustal(out, aligned, names, title, _nucleotide(aligned, seq_type), backend)
+        elif fmt == "stockholm":
+            rests = list(map(writers.rest_of_header, aligned.names, aligned.descriptions))
+            writers.write_stockholm(out, aligned, names, rests, backend)
         else:
-            _write_with_biopython(out, aligned.names, aligned.descriptions, aligned.rows, fmt)
+            writers.write_phylip(out, aligned, names, fmt == "phylip-relaxed", backend)
     except OSError as exc:
         raise needing(exc, needed if regular_file(out) is not None else None, at_least)
     end = _position(out)
     return end - start if start is not None and end is not None else None
+
+
+def _nucleotide(aligned: Rows, seq_type: str | None) -> bool:
+    """Whether the rows are DNA or RNA: ``seq_type``, else detected from the letters."""
+    from msa.alphabet import detect_seq_type
+    from msa.params import NUCLEOTIDE_TYPES
+
+    if seq_type is None:
+        seq_type = detect_seq_type(aligned.distinct.residues, aligned.distinct.offsets)
+    return seq_type in NUCLEOTIDE_TYPES
 
 
 def output_size(names: Sequence[str], descriptions: Sequence[str], width: int, fmt: str = "fasta") -> int:
@@ -108,10 +143,10 @@ def output_size(names: Sequence[str], descriptions: Sequence[str], width: int, f
         return headers + n
     if fmt == "phylip":  # names cut or padded to 10
         return n * (10 + width + 1)
-    if fmt == "stockholm":  # a line per row after a name column
+    if fmt in ("stockholm", "phylip-relaxed"):  # a line per row after a name column
         return n * (name_col + width + 1)
-    if fmt == "clustal":  # blocks of 50 columns, a name column on every line
-        return -(-width // 50) * n * (name_col + 51)
+    if fmt == "clustal":  # blocks of 50 columns, a 36-byte name column on every line, a conservation line
+        return (n + 1) * (-(-width // 50) * 37 + width)
     raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
@@ -121,82 +156,6 @@ def _position(out: BinaryIO) -> int | None:
         return out.tell()
     except (OSError, ValueError, io.UnsupportedOperation):
         return None
-
-
-def _write_with_biopython(
-    out: BinaryIO, names: Sequence[str], descriptions: Sequence[str], rows: np.ndarray, fmt: str
-) -> None:
-    from Bio import Align
-
-    from msa.io.bioalign import to_alignment
-
-    alignment = to_alignment(names, descriptions, rows)
-    if fmt == "a2m":
-        alignment.column_annotations["state"] = match_states(rows)
-    batch = Align.Alignments([alignment])
-    # Clustal readers (Biopython's among them) accept only files whose header
-    # starts with a known program name, so the header says CLUSTAL.
-    batch.metadata = {"Program": "CLUSTAL", "Version": f"format by msa {__version__}"}
-    text = io.TextIOWrapper(out, encoding="utf-8", errors="surrogateescape", newline="\n")
-    try:
-        Align.write(batch, text, fmt)
-        text.flush()
-    finally:
-        text.detach()
-
-
-def match_states(rows: np.ndarray) -> str:
-    """A2M column states: a match ('D') where at least half the rows have a residue.
-
-    A2M marks insert columns by lower case, so unlike the other formats it
-    changes the case of residues: upper in match columns, lower in inserts
-    (the rule of HMMER's and HH-suite's ``--symfrac 0.5`` / ``-M 50``).
-    """
-    occupied = np.count_nonzero(rows != ord("-"), axis=0)
-    match = 2 * occupied >= rows.shape[0]
-    return np.where(match, ord("D"), ord("I")).astype(np.uint8).tobytes().decode("ascii")
-
-
-_UPPER = np.arange(256, dtype=np.uint8)
-_UPPER[ord("a") : ord("z") + 1] -= 32
-_LOWER = np.arange(256, dtype=np.uint8)
-_LOWER[ord("A") : ord("Z") + 1] += 32
-_GAP, _STAR = ord("-"), ord("*")
-
-
-def a3m_match_columns(aligned: Rows) -> np.ndarray:
-    """A3M's match columns (bool, one per column): where the first row has a residue, or a ``*``."""
-    match = np.zeros(aligned.width, dtype=bool)
-    match[aligned.record_columns(0)] = True
-    db = getattr(aligned, "distinct", None)
-    if db is not None:
-        match[aligned.columns[db.residues == _STAR]] = True
-    else:
-        match |= (aligned.rows == _STAR).any(axis=0)
-    return match
-
-
-def write_a3m(out: BinaryIO, aligned: Rows) -> None:
-    """Write ``aligned`` as A3M (see the module docstring), one line per sequence, a block of rows at a time."""
-    from msa.io.fasta import header_bytes
-
-    n = len(aligned.names)
-    if n == 0:
-        return
-    match = a3m_match_columns(aligned)
-    per_block = max(1, A3M_BLOCK_BYTES // max(1, aligned.width))
-    for lo in range(0, n, per_block):
-        hi = min(n, lo + per_block)
-        rows = aligned.rows_of(lo, hi)
-        keep = match[None, :] | (rows != _GAP)
-        text = np.where(match[None, :], _UPPER[rows], _LOWER[rows])[keep].tobytes()
-        ends = np.cumsum(keep.sum(axis=1)).tolist()
-        parts: list[bytes] = []
-        start = 0
-        for head, end in zip(header_bytes(aligned.descriptions[lo:hi]), ends):
-            parts += [head, text[start:end], b"\n"]
-            start = end
-        out.writelines(parts)
 
 
 def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input") -> tuple[np.ndarray, int]:
@@ -291,16 +250,24 @@ def _read_with_biopython(source: str, fmt: str, label: str):
     if not data.strip():
         raise InputError(f"{label}: empty input")
     try:
-        alignment = Align.read(io.StringIO(data.decode("utf-8", "surrogateescape")), fmt)
+        stream = io.StringIO(data.decode("utf-8", "surrogateescape"))
+        if fmt == "phylip-relaxed":  # Bio.Align reads strict PHYLIP only; AlignIO gives records of rows
+            from Bio import AlignIO
+
+            records = list(AlignIO.read(stream, fmt))
+            sequences, gapped = records, [r.seq for r in records]
+        else:
+            alignment = Align.read(stream, fmt)
+            sequences, gapped = alignment.sequences, list(alignment)
     except Exception as exc:  # Biopython raises many types (ValueError, KeyError, ...) on bad input
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise InputError(f"{label}: cannot read as {fmt}: {text}") from None
-    names = [str(s.id) for s in alignment.sequences]
+    names = [str(s.id) for s in sequences]
     descriptions = [
         str(s.description) if str(getattr(s, "description", "")).startswith(str(s.id)) else str(s.id)
-        for s in alignment.sequences
+        for s in sequences
     ]
-    rows = [str(row).encode("utf-8", "surrogateescape") for row in alignment]
+    rows = [str(row).encode("utf-8", "surrogateescape") for row in gapped]
     text = np.frombuffer(b"".join(rows), dtype=np.uint8).copy()
     offsets = np.concatenate(([0], np.cumsum([len(r) for r in rows]))).astype(np.int64)
     cls = ALIGNED_BYTE_CLASS[text]

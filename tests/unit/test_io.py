@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from Bio import Align
 
-from msa.io import FORMATS, InputError, open_output, parse_fasta, read_fasta, write_alignment
+from msa.io import InputError, open_output, parse_fasta, read_fasta, write_alignment
 from msa.io.bioalign import to_alignment
 from msa.io.fasta import write_fasta
-from msa.io.formats import match_states
+from msa.io.writers import a2m_match_columns
 from msa.io.records import db_from_records
 from msa.alignment import AlignedRows
 
@@ -242,28 +242,10 @@ def test_to_alignment_gives_rows_ids_and_descriptions_back() -> None:
     assert aln.coordinates.shape[1] < len(ROWS[0]) + 1  # only the columns where gaps switch
 
 
-def test_match_states_half_occupied() -> None:
+def test_a2m_match_columns_half_occupied() -> None:
     rows = np.frombuffer(b"A-A" + b"AAA" + b"A--" + b"A--", dtype=np.uint8).reshape(4, 3)
-    assert match_states(rows) == "DID"
-
-
-@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in ("fasta", "a3m")] + ["fasta"])
-def test_each_format_reads_back_through_biopython(fmt: str) -> None:
-    aligned = aligned_example()
-    if fmt == "a2m":  # A2M cannot hold '*' in a match column
-        rows = np.where(aligned.rows == ord("*"), ord("X"), aligned.rows).astype(np.uint8)
-        aligned = aligned_from_rows(aligned.names, aligned.descriptions, rows)
-    out = io.BytesIO()
-    write_alignment(out, aligned, fmt)
-    back = Align.read(io.StringIO(out.getvalue().decode()), fmt)
-    got = [str(row) for row in back]
-    expected = [r.tobytes().decode() for r in aligned.rows]
-    if fmt == "a2m":  # case follows the column state there
-        got, expected = [g.upper() for g in got], [e.upper() for e in expected]
-    assert got == expected
-    assert [s.id for s in back.sequences] == aligned.names
-    if fmt == "clustal":
-        assert out.getvalue().startswith(b"CLUSTAL")
+    aligned = aligned_from_rows(list("abcd"), list("abcd"), rows)
+    assert a2m_match_columns(aligned).tolist() == [True, False, True]
 
 
 def test_unknown_format() -> None:
