@@ -140,11 +140,14 @@ def worker_backend(device: str) -> Backend:
     return backend
 
 
-def worker_threads(threads: int, cores: int, workers_here: int) -> int:
-    """A worker's host threads: the user's ``--threads``, else its share of its host's cores
-    (``cores`` it may run on, shared by ``workers_here`` workers), so that the workers of one
-    host do not oversubscribe it with Numba's threads."""
-    return threads if threads > 0 else max(1, cores // max(workers_here, 1))
+def worker_threads(threads: int, cores: int, workers_here: int, allowed: int | None = None) -> int:
+    """A worker's host threads: the user's ``--threads``, else its share of its host's ``cores``
+    among the ``workers_here`` workers there, at most the ``allowed`` cores it may run on
+    (dask-cuda pins each GPU worker to its GPU's NUMA node), so that the workers of one host
+    do not oversubscribe it with Numba's threads."""
+    if threads > 0:
+        return threads
+    return max(1, min(cores // max(workers_here, 1), allowed or cores))
 
 
 def _worker_params(params: AlignParams, per_host: Mapping[str, int]) -> AlignParams:
@@ -153,8 +156,8 @@ def _worker_params(params: AlignParams, per_host: Mapping[str, int]) -> AlignPar
     import distributed
 
     host = distributed.get_worker().address.removeprefix("tcp://").rpartition(":")[0]
-    cores = min(os.cpu_count() or 1, len(os.sched_getaffinity(0)))
-    return params.with_(threads=worker_threads(params.threads, cores, per_host.get(host, 1)))
+    threads = worker_threads(params.threads, os.cpu_count() or 1, per_host.get(host, 1), len(os.sched_getaffinity(0)))
+    return params.with_(threads=threads)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,14 +322,14 @@ def _submit_and_collect(
     for address in addresses:
         host = address.removeprefix("tcp://").rpartition(":")[0]
         per_host[host] = per_host.get(host, 0) + 1
-    groups = plan_groups(todo, len(addresses))
-    # Each worker's warm-up first (pinned to it, above every group): it overlaps the submission,
-    # and no group pays for it. Not waited for: a worker that died never runs its own.
+    # Each worker's warm-up first (pinned to it, above every group): it overlaps the planning and
+    # the submission, and no group pays for it. Not waited for: a worker that died never runs its own.
     warm_ups = [
         client.submit(warm_up_worker, params.device, params, per_host, key=f"msa-warm-up-{run_id}-{rank}",
-                      workers=[address], allow_other_workers=False, priority=len(groups) + 1, pure=False)
+                      workers=[address], allow_other_workers=False, priority=len(todo) + 1, pure=False)
         for rank, address in enumerate(addresses)
     ]
+    groups = plan_groups(todo, len(addresses))
     futures = {}
     for rank, group in enumerate(groups):
         future = client.submit(
@@ -346,6 +349,7 @@ def _submit_and_collect(
                         on_result(result)
                     advance(1, description=f"families ({count(residues)} residues)")
                     yield result
+        timeline["collected"] = time.time()
         for future in warm_ups:
             if future.done() and future.exception() is None:
                 _checked(future.result(), timeline)
@@ -384,13 +388,15 @@ def _report_timeline(timeline: dict[str, Any], progress: Progress) -> None:
 
 
 def timeline_lines(timeline: Mapping[str, Any]) -> list[str]:
-    """The timeline per worker: seconds from the run's start to the cluster being ready, each
-    worker's warm-up, its tasks' stages, and its idle time (the rest of its span from the cluster
-    being ready to the run's end)."""
+    """The timeline per worker, in seconds from the run's start: the cluster ready, the last
+    result, the cluster closed; each worker's span, warm-up, its tasks' stages, and its idle
+    time (from the cluster being ready to the last result, less its tasks)."""
     t0 = timeline["start"]
     ready = timeline.get("ready", t0)
+    collected = timeline.get("collected", timeline["end"])
     lines = [f"dask: cluster ready at {ready - t0:.1f} s, {timeline.get('workers', 0)} workers, "
-             f"tasks of {timeline.get('groups', [])} families, run ends at {timeline['end'] - t0:.1f} s"]
+             f"tasks of {timeline.get('groups', [])} families, last result at {collected - t0:.1f} s, "
+             f"closed at {timeline['end'] - t0:.1f} s"]
     by_worker: dict[str, list[Mapping[str, Any]]] = {}
     for task in timeline["tasks"]:
         by_worker.setdefault(task["worker"], []).append(task)
@@ -408,7 +414,7 @@ def timeline_lines(timeline: Mapping[str, Any]) -> list[str]:
             f"dask: {worker}: {span}, threads {tasks[0]['threads']}, warm-up {warm:.1f} s, "
             f"{len(groups)} tasks of {sum(t['families'] for t in groups)} families "
             f"({shown}; other {busy - warm - sum(stages.values()):.1f} s), "
-            f"idle {timeline['end'] - ready - busy:.1f} s"
+            f"idle {collected - ready - busy:.1f} s"
         )
     return lines
 

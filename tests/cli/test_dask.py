@@ -213,7 +213,8 @@ def test_worker_threads_are_a_share_of_the_hosts_cores() -> None:
     from msa.run.dask import worker_threads
 
     assert [worker_threads(0, 32, 2), worker_threads(0, 32, 3), worker_threads(0, 2, 4)] == [16, 10, 1]
-    assert worker_threads(6, 32, 2) == 6  # --threads given
+    assert worker_threads(0, 32, 2, allowed=8) == 8  # pinned to 8 cores
+    assert worker_threads(6, 32, 2, allowed=4) == 6  # --threads given
 
 
 @needs_dask
@@ -238,9 +239,9 @@ def test_groups_on_workers_match_the_single_process_run(single, client, tmp_path
     errors = [f"msa: error: {r.error}".replace(f"{tmp_path}/", "") for r in summary.failed]
     assert sorted(errors) == sorted(single_errors[:-1])
     assert_outputs(tmp_path / "out", outputs)
-    cores = min(os.cpu_count() or 1, len(os.sched_getaffinity(0)))
+    share = run_dask.worker_threads(0, os.cpu_count() or 1, 2, len(os.sched_getaffinity(0)))
     tasks = [t for t in timeline["tasks"] if t["kind"] == "group"]
-    assert len(tasks) == 4 and {t["threads"] for t in tasks} == {run_dask.worker_threads(0, cores, 2)}
+    assert len(tasks) == 4 and {t["threads"] for t in tasks} == {share}
     assert sum(t["families"] for t in tasks) == len(inputs) and all("reading" in t["stages"] for t in tasks)
 
 
