@@ -155,9 +155,14 @@ def _worker_params(params: AlignParams, per_host: Mapping[str, int]) -> AlignPar
     count of workers per host)."""
     import distributed
 
-    host = distributed.get_worker().address.removeprefix("tcp://").rpartition(":")[0]
+    host = _host(distributed.get_worker().address)
     threads = worker_threads(params.threads, os.cpu_count() or 1, per_host.get(host, 1), len(os.sched_getaffinity(0)))
     return params.with_(threads=threads)
+
+
+def _host(address: str) -> str:
+    """A worker's host, from its address (``tcp://10.0.0.5:40123`` -> ``10.0.0.5``)."""
+    return address.partition("://")[2].rpartition(":")[0] if "://" in address else address.rpartition(":")[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,8 +325,7 @@ def _submit_and_collect(
     addresses = sorted(client.scheduler_info()["workers"])
     per_host: dict[str, int] = {}
     for address in addresses:
-        host = address.removeprefix("tcp://").rpartition(":")[0]
-        per_host[host] = per_host.get(host, 0) + 1
+        per_host[_host(address)] = per_host.get(_host(address), 0) + 1
     # Each worker's warm-up first (pinned to it, above every group): it overlaps the planning and
     # the submission, and no group pays for it. Not waited for: a worker that died never runs its own.
     warm_ups = [
