@@ -322,7 +322,7 @@ def _submit_and_collect(
     on_result: Callable[[FamilyResult], None] | None, timeline: dict[str, Any],
 ) -> Iterator[FamilyResult]:
     run_id, cwd, since_ns = uuid.uuid4().hex[:8], os.getcwd(), time.time_ns()
-    addresses = sorted(client.scheduler_info()["workers"])
+    addresses = sorted(client.nthreads())  # every worker (scheduler_info lists 5 in some versions)
     per_host: dict[str, int] = {}
     for address in addresses:
         per_host[_host(address)] = per_host.get(_host(address), 0) + 1
