@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import filecmp
-import importlib.util
+import importlib
 import json
 import os
 import shutil
@@ -100,7 +100,7 @@ def cluster_flags(device: str, n: int, work: Path, env: dict[str, str]) -> Itera
     if device == "cpu":
         yield f"--workers {n} (LocalCluster, its start included)", ["--workers", str(n)], 0.0
         return
-    if importlib.util.find_spec("dask_cuda") is not None:
+    if _imports("dask_cuda"):
         yield f"--gpus {n} (LocalCUDACluster, its start included)", ["--gpus", str(n)], 0.0
         return
     start = time.perf_counter()
@@ -132,6 +132,16 @@ def cluster_flags(device: str, n: int, work: Path, env: dict[str, str]) -> Itera
             proc.wait()
         for log in logs:
             log.close()
+
+
+def _imports(module: str) -> bool:
+    """Whether ``module`` imports here (dask-cuda carried as a wheel may not)."""
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - any failure means: not usable
+        print(f"({module} does not import: {type(exc).__name__}: {exc})", file=sys.stderr)
+        return False
+    return True
 
 
 def identical(a: Path, b: Path) -> bool:
