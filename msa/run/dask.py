@@ -1,17 +1,22 @@
 """The families of a run on a Dask cluster: ``msa align IN... -O DIR --scheduler ADDRESS | --workers N``.
 
 Dask (``distributed``, and ``dask_cuda`` for one worker per GPU) places the
-families on workers and retries them; nothing here schedules. Each family is
-one task, :func:`align_on_worker`, which calls :func:`msa.run.align_file`
-with a backend kept in the worker process (:func:`worker_backend`), so the
-device context and the compiled kernels are made once per worker, not once
-per family. Workers write each output straight into the output directory
-(which they must see at the same path: one machine, or a shared file system)
-by a rename, so an output that exists is complete, whatever becomes of its
-worker; a worker that dies takes only the family it was aligning, which Dask
-runs again on another worker. The outputs are byte-identical to the
-single-process run's, on any worker: the parameters are frozen and the
-backends keep no state that changes a result.
+tasks on workers and retries them; nothing here schedules. The client plans
+the tasks (:func:`plan_groups`): each large family alone, the small ones in
+groups that a worker runs with :func:`msa.run.local.run_local`, as the
+one-process run does (shared launches), largest first and about
+TASKS_PER_WORKER per worker so that the tail is short. Each worker first
+starts its backend (:func:`warm_up_worker`: the device context and the
+compiled kernels, once per worker process) and runs its share of its host's
+cores. Workers write each output straight into the output directory (which
+they must see at the same path: one machine, or a shared file system) by a
+rename, so an output that exists is complete, whatever becomes of its worker;
+a worker that dies takes only the group it was running, which Dask runs
+again on another worker, writing only the outputs not yet whole. The outputs
+are byte-identical to the single-process run's, on any worker and in any
+group: the parameters are frozen and the backends keep no state that changes
+a result. Each task returns its stage times (:class:`TaskRecord`): the run's
+timeline (``-v``, ``$MSA_DASK_TIMELINE``).
 
 Dask is an optional extra (``pip install 'msa[dask]'``, ``'msa[dask-gpu]'``
 for dask-cuda); this module imports it only when a run asks for it. Beside
@@ -22,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
+import json
 import logging
 import os
 import socket
@@ -29,7 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from msa._runtime import interrupts
@@ -37,7 +44,7 @@ from msa.backends import Backend, BackendUnavailable, get_backend
 from msa.io.output import remove_stale_parts
 from msa.params import CONNECT_TIMEOUT, AlignParams
 from msa.progress import Progress, current
-from msa.run.local import align_file
+from msa.run.local import BATCH_RESIDUES, SMALL_FAMILY_RESIDUES, run_local
 from msa.run.plan import Family, pending
 from msa.run.results import FamilyResult, RunSummary, count, family_error, one_line
 
@@ -82,45 +89,180 @@ def check_options(device: str, scheduler: Any = None, workers: int | None = None
     return distributed
 
 
+# --- the plan: groups of families, one task each ------------------------------------------
+
+#: Tasks a run aims at per worker: enough that the last ones are short and every worker stays
+#: busy to the end (the groups of small families shrink to make them), few enough that each
+#: group still fills its shared launches.
+TASKS_PER_WORKER = 4
+
+
+def plan_groups(todo: Sequence[Family], workers: int) -> list[list[Family]]:
+    """The run's tasks: each family larger than SMALL_FAMILY_RESIDUES bytes alone (a file's
+    bytes bound its residues from above, so every family that could be small is a candidate),
+    the small ones packed largest first into groups that :func:`msa.run.local.run_local` runs
+    with shared launches: each of at most BATCH_RESIDUES bytes (one batch) and small enough
+    that the run has about TASKS_PER_WORKER tasks per worker. Tasks go largest first; the
+    plan depends only on the families' sizes and names, not on their order."""
+    ordered = sorted(todo, key=lambda f: (-f.size, f.input))
+    alone = [[f] for f in ordered if f.size > SMALL_FAMILY_RESIDUES]
+    small = [f for f in ordered if f.size <= SMALL_FAMILY_RESIDUES]
+    groups: list[list[Family]] = []
+    if small:
+        spare = max(max(workers, 1) * TASKS_PER_WORKER - len(alone), max(workers, 1))
+        total = sum(max(f.size, 0) for f in small)
+        budget = min(BATCH_RESIDUES, max(-(-total // spare), max(small[0].size, 1)))
+        held = 0
+        for family in small:
+            if groups and held + max(family.size, 0) <= budget:
+                groups[-1].append(family)
+                held += max(family.size, 0)
+            else:
+                groups.append([family])
+                held = max(family.size, 0)
+    return sorted(alone + groups, key=lambda g: (-sum(max(f.size, 0) for f in g), g[0].input))
+
+
 # --- on the workers -------------------------------------------------------------------------
 
 _BACKENDS: dict[str, Backend] = {}
-#: One family at a time per worker process: a backend (a CUDA context and its streams, Numba's
+#: One task at a time per worker process: a backend (a CUDA context and its streams, Numba's
 #: thread count) is not made for concurrent use. Workers should run one thread each (dask-cuda's
 #: default; ``dask worker --nthreads 1``); on a worker with more, the others wait here.
 _LOCK = threading.Lock()
 
 
 def worker_backend(device: str) -> Backend:
-    """This process's backend for ``device``, started on its first family and kept warm."""
+    """This process's backend for ``device``, started on its first task and kept warm."""
     backend = _BACKENDS.get(device)
     if backend is None:
         backend = _BACKENDS[device] = get_backend(device, quiet=True)
     return backend
 
 
-def align_on_worker(
-    input: str, output: str, params: AlignParams, fmt: str, cwd: str
-) -> FamilyResult | BackendUnavailable:
-    """The task of one family: :func:`msa.run.align_file` with the worker's warm backend.
+def worker_threads(threads: int, cores: int, workers_here: int, allowed: int | None = None) -> int:
+    """A worker's host threads: the user's ``--threads``, else its share of its host's ``cores``
+    among the ``workers_here`` workers there, at most the ``allowed`` cores it may run on
+    (dask-cuda pins each GPU worker to its GPU's NUMA node), so that the workers of one host
+    do not oversubscribe it with Numba's threads."""
+    if threads > 0:
+        return threads
+    return max(1, min(cores // max(workers_here, 1), allowed or cores))
 
-    ``input`` and ``output`` are as the user gave them, relative to the
-    client's directory ``cwd`` (a worker's own is elsewhere); the result names
-    them so. A bad input comes back as a failed FamilyResult, and a backend
-    that cannot start as the BackendUnavailable itself, which ends the run:
-    values, not exceptions, so that Dask does not retry them.
-    """
-    where, target = os.path.join(cwd, input), os.path.join(cwd, output)
-    with _LOCK:
+
+def _worker_params(params: AlignParams, per_host: Mapping[str, int]) -> AlignParams:
+    """``params`` with this worker's threads (:func:`worker_threads`; ``per_host``: the client's
+    count of workers per host)."""
+    import distributed
+
+    host = _host(distributed.get_worker().address)
+    threads = worker_threads(params.threads, os.cpu_count() or 1, per_host.get(host, 1), len(os.sched_getaffinity(0)))
+    return params.with_(threads=threads)
+
+
+def _host(address: str) -> str:
+    """A worker's host, from its address (``tcp://10.0.0.5:40123`` -> ``10.0.0.5``)."""
+    return address.partition("://")[2].rpartition(":")[0] if "://" in address else address.rpartition(":")[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRecord:
+    """What a task did, for the run's timeline: its worker, wall stamps (``time.time()``) of
+    its start and end, the host threads it ran with, and seconds per stage of its families."""
+
+    worker: str
+    kind: str  # "warm-up" or "group"
+    start: float
+    end: float
+    threads: int
+    families: int = 0
+    stages: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+
+class _StageClock(Progress):
+    """A silent reporter that sums each stage's seconds (the task's record)."""
+
+    def __init__(self) -> None:
+        super().__init__(quiet=True)
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def stage(self, description: str, total: int | None = None, note: bool = True) -> Iterator[Callable[..., None]]:
+        start = time.perf_counter()
         try:
-            result = align_file(where, target, params, lambda: worker_backend(params.device), fmt)
+            yield lambda steps=1, description=None: None
+        finally:
+            if note:
+                self.seconds[description] = self.seconds.get(description, 0.0) + time.perf_counter() - start
+
+    @contextlib.contextmanager
+    def family(self) -> Iterator[Progress]:
+        yield self
+
+
+def warm_up_worker(device: str, params: AlignParams, per_host: Mapping[str, int]) -> TaskRecord | BackendUnavailable:
+    """The first task of each worker: its backend started (device context, kernels loaded) and
+    its threads set while the client submits the families."""
+    start = time.time()
+    with _LOCK:
+        params = _worker_params(params, per_host)
+        try:
+            worker_backend(device)
         except BackendUnavailable as exc:
             return exc
-    error = result.error and result.error.replace(where, input).replace(target, output)
-    return dataclasses.replace(result, input=input, output=output, error=error)
+    import distributed
+
+    return TaskRecord(distributed.get_worker().address, "warm-up", start, time.time(), params.threads)
+
+
+def align_group_on_worker(
+    group: Sequence[Family], params: AlignParams, fmt: str, cwd: str, per_host: Mapping[str, int], since_ns: int,
+) -> tuple[list[FamilyResult], TaskRecord] | BackendUnavailable:
+    """The task of a group of families: :func:`msa.run.local.run_local` with the worker's warm
+    backend (small families in shared launches), each family's result its own.
+
+    Paths are as the user gave them, relative to the client's directory ``cwd`` (a worker's
+    own is elsewhere); the results name them so. An output this run already wrote
+    (modified since ``since_ns``, the run's start: an earlier attempt of this task, on a
+    worker that died) is whole and is not written again. A bad input is a failed result, a
+    backend that cannot start the BackendUnavailable itself, which ends the run: values, not
+    exceptions, so that Dask does not retry them.
+    """
+    import distributed
+
+    start = time.time()
+    where = [Family(os.path.join(cwd, f.input), os.path.join(cwd, f.output), f.size) for f in group]
+    clock = _StageClock()
+    with _LOCK:
+        params = _worker_params(params, per_host)
+        try:
+            with clock.running():
+                summary = run_local(where, params, fmt=fmt, backend=lambda: worker_backend(params.device),
+                                    progress=clock, keep=functools.partial(_written_since, since_ns))
+        except BackendUnavailable as exc:
+            return exc
+    results = []
+    for family, full, result in zip(group, where, summary.results):
+        error = result.error and result.error.replace(full.input, family.input).replace(full.output, family.output)
+        results.append(dataclasses.replace(result, input=family.input, output=family.output, error=error))
+    record = TaskRecord(distributed.get_worker().address, "group", start, time.time(), params.threads, len(group),
+                        clock.seconds)
+    return results, record
+
+
+def _written_since(since_ns: int, path: str) -> bool:
+    """Whether ``path`` was written at or after ``since_ns`` (outputs appear whole, by a rename)."""
+    try:
+        return os.stat(path).st_mtime_ns >= since_ns
+    except OSError:
+        return False
 
 
 # --- on the client --------------------------------------------------------------------------
+
+#: A file to write the run's timeline to (JSON: the cluster's start, each task's record);
+#: ``msa align -v`` prints it per worker.
+TIMELINE_ENV = "MSA_DASK_TIMELINE"
 
 
 def run_families_dask(
@@ -136,7 +278,8 @@ def run_families_dask(
     on_result: Callable[[FamilyResult], None] | None = None,
     connect_timeout: float = CONNECT_TIMEOUT,
 ) -> RunSummary:
-    """:func:`msa.run.run_families` with each family a task on a Dask cluster.
+    """:func:`msa.run.run_families` with the families as groups (:func:`plan_groups`), each a
+    task on a Dask cluster.
 
     Args:
         scheduler: the address of a running cluster's scheduler (or a
@@ -149,84 +292,147 @@ def run_families_dask(
         gpus: else a local dask-cuda cluster of this many GPU workers.
         connect_timeout: seconds a scheduler's address has to accept the connection and answer.
 
-    Families go largest input first (task priorities). A family whose task
-    still fails after Dask's retries, or whose workers kept dying, is failed
-    with that one-line error. Stale ``.part`` files of dead workers are removed
-    at the end. Raises DaskUnavailable without Dask, BackendUnavailable when a
-    worker cannot start the device.
+    Each worker first starts its backend (:func:`warm_up_worker`); its host threads are its
+    share of its host's cores unless ``params.threads`` is set. Tasks go largest first (task
+    priorities). A family whose task still fails after Dask's retries, or whose workers kept
+    dying, is failed with that one-line error. Stale ``.part`` files of dead workers are
+    removed at the end. With ``-v`` (a verbose ``progress``) the run's timeline is printed
+    per worker, and written as JSON to the file named by ``$MSA_DASK_TIMELINE``. Raises
+    DaskUnavailable without Dask, BackendUnavailable when a worker cannot start the device.
     """
     distributed = check_options(params.device, scheduler, workers, gpus)
     start = time.perf_counter()
     progress = progress or current()
     results, todo = pending(families, skip_existing)
+    timeline: dict[str, Any] = {"start": time.time(), "tasks": []}
     if todo:
         # Connecting and waiting reach no checkpoint: a signal stops them at once (blocking).
-        with interrupts.blocking(), _client(distributed, params, scheduler, workers, gpus, connect_timeout) as (
-            client, params
-        ):
-            for result in _submit_and_collect(distributed, client, todo, params, fmt, progress, on_result):
+        with interrupts.blocking(), _client(distributed, params, scheduler, workers, gpus, connect_timeout) as client:
+            timeline["ready"] = time.time()
+            for result in _submit_and_collect(distributed, client, todo, params, fmt, progress, on_result, timeline):
                 results[result.input] = result
         _remove_stale_parts(todo)
+    timeline["end"] = time.time()
+    _report_timeline(timeline, progress)
     return RunSummary(tuple(results[f.input] for f in families), time.perf_counter() - start)
 
 
 def _submit_and_collect(
     distributed: Any, client: Any, todo: list[Family], params: AlignParams, fmt: str, progress: Progress,
-    on_result: Callable[[FamilyResult], None] | None,
+    on_result: Callable[[FamilyResult], None] | None, timeline: dict[str, Any],
 ) -> Iterator[FamilyResult]:
-    run_id, cwd = uuid.uuid4().hex[:8], os.getcwd()
+    run_id, cwd, since_ns = uuid.uuid4().hex[:8], os.getcwd(), time.time_ns()
+    addresses = sorted(client.nthreads())  # every worker (scheduler_info lists 5 in some versions)
+    per_host: dict[str, int] = {}
+    for address in addresses:
+        per_host[_host(address)] = per_host.get(_host(address), 0) + 1
+    # Each worker's warm-up first (pinned to it, above every group): it overlaps the planning and
+    # the submission, and no group pays for it. Not waited for: a worker that died never runs its own.
+    warm_ups = [
+        client.submit(warm_up_worker, params.device, params, per_host, key=f"msa-warm-up-{run_id}-{rank}",
+                      workers=[address], allow_other_workers=False, priority=len(todo) + 1, pure=False)
+        for rank, address in enumerate(addresses)
+    ]
+    groups = plan_groups(todo, len(addresses))
     futures = {}
-    for rank, family in enumerate(todo):
+    for rank, group in enumerate(groups):
         future = client.submit(
-            align_on_worker, family.input, family.output, params, fmt, cwd,
-            key=f"msa-align-{os.path.basename(family.output)}-{run_id}-{rank}",
-            priority=len(todo) - rank, retries=RETRIES, pure=False,
+            align_group_on_worker, group, params, fmt, cwd, per_host, since_ns,
+            key=f"msa-align-{os.path.basename(group[0].output)}-{len(group)}-{run_id}-{rank}",
+            priority=len(groups) - rank, retries=RETRIES, pure=False,
         )
-        futures[future] = family
+        futures[future] = group
+    timeline |= {"submitted": time.time(), "workers": len(addresses), "groups": [len(g) for g in groups]}
     residues = 0
     try:
         with progress.stage("families", total=len(todo), note=False) as advance:
             for future in distributed.as_completed(futures):
-                family = futures[future]
-                result = _result_of(future, family)
-                residues += result.residues
-                if on_result is not None:
-                    on_result(result)
-                advance(1, description=f"families ({count(residues)} residues)")
-                yield result
+                for result in _results_of(future, futures[future], timeline):
+                    residues += result.residues
+                    if on_result is not None:
+                        on_result(result)
+                    advance(1, description=f"families ({count(residues)} residues)")
+                    yield result
+        timeline["collected"] = time.time()
+        for future in warm_ups:
+            if future.done() and future.exception() is None:
+                _checked(future.result(), timeline)
     finally:
-        client.cancel(list(futures), force=True)  # a run that raised leaves nothing running
+        client.cancel([*futures, *warm_ups], force=True)  # a run that raised leaves nothing running
 
 
-def _result_of(future: Any, family: Family) -> FamilyResult:
-    """The family's result, or failed with the task's one-line error (BackendUnavailable ends the run)."""
+def _results_of(future: Any, group: list[Family], timeline: dict[str, Any]) -> list[FamilyResult]:
+    """The group's results, or each family failed with the task's one-line error."""
     error = future.exception()
     if error is None:
-        result = future.result()
-        if isinstance(result, BackendUnavailable):
-            raise result
-        return result
-    name = type(error).__name__
-    return FamilyResult(family.input, family.output, "failed", error=family_error(family.input, _Named(name, error)))
+        results, record = _checked(future.result(), timeline)
+        return results
+    named = _Named(type(error).__name__, error)
+    return [FamilyResult(f.input, f.output, "failed", error=family_error(f.input, named)) for f in group]
 
 
-class _Named(Exception):
-    """A task's error as one line with its type (``KilledWorker: ...``)."""
+def _checked(value: Any, timeline: dict[str, Any]) -> Any:
+    """A task's value with its record kept for the timeline; a BackendUnavailable ends the run."""
+    if isinstance(value, BackendUnavailable):
+        raise value
+    record = value if isinstance(value, TaskRecord) else value[1]
+    timeline["tasks"].append(dataclasses.asdict(record))
+    return value
 
-    def __init__(self, name: str, error: BaseException) -> None:
-        super().__init__(f"{name}: {error}" if str(error) else name)
+
+def _report_timeline(timeline: dict[str, Any], progress: Progress) -> None:
+    """The timeline written to ``$MSA_DASK_TIMELINE`` and, with ``-v``, printed per worker."""
+    path = os.environ.get(TIMELINE_ENV)
+    if path:
+        with open(path, "w") as out:
+            json.dump(timeline, out, indent=1)
+    if progress.verbose:
+        for line in timeline_lines(timeline):
+            progress.note(line)
+
+
+def timeline_lines(timeline: Mapping[str, Any]) -> list[str]:
+    """The timeline per worker, in seconds from the run's start: the cluster ready, the last
+    result, the cluster closed; each worker's span, warm-up, its tasks' stages, and its idle
+    time (from the cluster being ready to the last result, less its tasks)."""
+    t0 = timeline["start"]
+    ready = timeline.get("ready", t0)
+    collected = timeline.get("collected", timeline["end"])
+    lines = [f"dask: cluster ready at {ready - t0:.1f} s, {timeline.get('workers', 0)} workers, "
+             f"tasks of {timeline.get('groups', [])} families, last result at {collected - t0:.1f} s, "
+             f"closed at {timeline['end'] - t0:.1f} s"]
+    by_worker: dict[str, list[Mapping[str, Any]]] = {}
+    for task in timeline["tasks"]:
+        by_worker.setdefault(task["worker"], []).append(task)
+    for worker, tasks in sorted(by_worker.items()):
+        warm = sum(t["end"] - t["start"] for t in tasks if t["kind"] == "warm-up")
+        groups = [t for t in tasks if t["kind"] == "group"]
+        busy = sum(t["end"] - t["start"] for t in tasks)
+        stages: dict[str, float] = {}
+        for task in groups:
+            for name, seconds in task["stages"].items():
+                stages[name] = stages.get(name, 0.0) + seconds
+        span = f"{min(t['start'] for t in tasks) - t0:.1f}-{max(t['end'] for t in tasks) - t0:.1f} s"
+        shown = ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items())
+        lines.append(
+            f"dask: {worker}: {span}, threads {tasks[0]['threads']}, warm-up {warm:.1f} s, "
+            f"{len(groups)} tasks of {sum(t['families'] for t in groups)} families "
+            f"({shown}; other {busy - warm - sum(stages.values()):.1f} s), "
+            f"idle {collected - ready - busy:.1f} s"
+        )
+    return lines
 
 
 @contextlib.contextmanager
 def _client(
     distributed: Any, params: AlignParams, scheduler: Any, workers: int | None, gpus: int | None,
     connect_timeout: float = CONNECT_TIMEOUT,
-) -> Iterator[tuple[Any, AlignParams]]:
+) -> Iterator[Any]:
     """A client of the given scheduler, or of a local cluster started (and closed) for the run,
     whose workers' scratch space is a temporary directory removed at the end."""
     if scheduler is not None:
         if isinstance(scheduler, distributed.Client):
-            yield scheduler, params
+            yield scheduler
             return
         _reachable(scheduler, connect_timeout)
         try:
@@ -234,7 +440,7 @@ def _client(
         except (OSError, TimeoutError) as exc:
             raise OSError(errno.ETIMEDOUT, f"no answer within {connect_timeout:g} s ({one_line(exc)})", scheduler) from None
         with client:
-            yield client, params
+            yield client
         return
     # No dashboard, and the scheduler's HTTP server on a free port (distributed's default, 8787,
     # may be taken: it warns and moves). Workers log at ERROR when a heartbeat meets the
@@ -251,11 +457,9 @@ def _client(
             cluster = LocalCUDACluster(n_workers=cuda, threads_per_worker=1, **quiet_logs)
         else:
             assert workers is not None
-            if params.threads == 0:  # "every core", shared among the workers
-                params = params.with_(threads=max(1, (os.cpu_count() or 1) // workers))
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **quiet_logs)
         with cluster, distributed.Client(cluster) as client:
-            yield client, params
+            yield client
 
 
 def _reachable(address: str, timeout: float) -> None:

@@ -80,7 +80,7 @@ def align_file(
     nothing. Bugs and interruptions (anything but FAMILY_ERRORS) propagate.
     """
     read = _read_family(Family(input, output, -1), params)
-    return read if isinstance(read, FamilyResult) else _align_alone(read, backend, fmt)
+    return read if isinstance(read, FamilyResult) else _align_alone(read, backend, fmt, _never)
 
 
 @dataclass
@@ -140,8 +140,13 @@ def write_rows(out: BinaryIO, aligned, fmt: str, backend: Backend | None = None)
         return write_alignment(out, aligned, fmt, backend)
 
 
-def _align_alone(read: ReadFamily, backend: BackendLike, fmt: str) -> FamilyResult:
-    """Align one read family by itself and write it."""
+def _never(output: str) -> bool:
+    """No output is kept: every family's is written."""
+    return False
+
+
+def _align_alone(read: ReadFamily, backend: BackendLike, fmt: str, keep: Callable[[str], bool]) -> FamilyResult:
+    """Align one read family by itself and write it (unless ``keep`` says its output is whole)."""
     start = time.perf_counter()
     try:
         from msa.pipeline import align_prepared
@@ -149,17 +154,19 @@ def _align_alone(read: ReadFamily, backend: BackendLike, fmt: str) -> FamilyResu
         aligned = align_prepared(read.prepared, backend)  # reports its own stages
     except FAMILY_ERRORS as exc:
         return _failed(read.family, exc, read.seconds + time.perf_counter() - start)
-    return _write(read, aligned, fmt, time.perf_counter() - start)
+    return _write(read, aligned, fmt, time.perf_counter() - start, keep)
 
 
-def _align_batch(reads: list[ReadFamily], backend: BackendLike, fmt: str, progress: Progress) -> Iterator[FamilyResult]:
+def _align_batch(
+    reads: list[ReadFamily], backend: BackendLike, fmt: str, progress: Progress, keep: Callable[[str], bool]
+) -> Iterator[FamilyResult]:
     """Align read families together (msa.pipeline.align_families) and write them one by one,
     yielding each result as it is written. If the batch fails (a family's error, or a batch
     too large for the device memory), each family is aligned alone instead, for its own
     result or one-line error."""
     if len(reads) == 1:
         with progress.family():
-            yield _align_alone(reads[0], backend, fmt)
+            yield _align_alone(reads[0], backend, fmt, keep)
         return
     start = time.perf_counter()
     try:
@@ -170,21 +177,22 @@ def _align_batch(reads: list[ReadFamily], backend: BackendLike, fmt: str, progre
     except (*FAMILY_ERRORS, MemoryError):
         for read in reads:
             with progress.family():
-                yield _align_alone(read, backend, fmt)
+                yield _align_alone(read, backend, fmt, keep)
         return
     per_residue = (time.perf_counter() - start) / max(sum(r.work for r in reads), 1)
     for read, rows in zip(reads, aligned):
         with progress.family():
-            yield _write(read, rows, fmt, per_residue * read.work)  # its share of the batch's time
+            yield _write(read, rows, fmt, per_residue * read.work, keep)  # its share of the batch's time
 
 
-def _write(read: ReadFamily, aligned, fmt: str, align_seconds: float) -> FamilyResult:
-    """Write an aligned family whole (by a rename); its result."""
+def _write(read: ReadFamily, aligned, fmt: str, align_seconds: float, keep: Callable[[str], bool]) -> FamilyResult:
+    """Write an aligned family whole (by a rename), unless ``keep`` says its output already is; its result."""
     start = time.perf_counter()
     family = read.family
     try:
-        with entered_whole(open_output(family.output, read.prepared.params.gzip_level)) as out:
-            write_rows(out, aligned, fmt)
+        if not keep(family.output):
+            with entered_whole(open_output(family.output, read.prepared.params.gzip_level)) as out:
+                write_rows(out, aligned, fmt)
     except FAMILY_ERRORS as exc:
         return _failed(family, exc, read.seconds + align_seconds + time.perf_counter() - start)
     return FamilyResult(
@@ -208,6 +216,7 @@ def run_local(
     memory_cap: int | None = None,
     progress: Progress | None = None,
     on_result: Callable[[FamilyResult], None] | None = None,
+    keep: Callable[[str], bool] = _never,
 ) -> RunSummary:
     """Align planned families in this process with one backend, largest input first.
 
@@ -217,13 +226,14 @@ def run_local(
     threads (msa._runtime.startup.BackendStart, under ``memory_cap``).
     ``progress`` draws one bar over the families (its stage lines per family
     only when verbose); ``on_result`` hears of each family as it ends (the
-    CLI prints failures there).
+    CLI prints failures there); ``keep(output)`` names outputs already whole that are
+    not written again (a Dask task run again after its worker died: msa.run.dask).
     """
     if backend is None and early_start:
         with BackendStart(params.device, memory_cap) as backend_start:
             started = functools.partial(backend_start.backend, quiet=params.quiet)
             return run_local(families, params, fmt=fmt, skip_existing=skip_existing, backend=started,
-                             progress=progress, on_result=on_result)
+                             progress=progress, on_result=on_result, keep=keep)
     start = time.perf_counter()
     progress = progress or current()
     results, todo = pending(families, skip_existing)
@@ -248,14 +258,14 @@ def run_local(
                     finish(read)
                 elif not read.small:
                     with progress.family():
-                        finish(_align_alone(read, shared, fmt))
+                        finish(_align_alone(read, shared, fmt, keep))
                 else:
                     if batch and sum(r.work for r in batch) + read.work > BATCH_RESIDUES:
-                        for result in _align_batch(batch, shared, fmt, progress):
+                        for result in _align_batch(batch, shared, fmt, progress, keep):
                             finish(result)
                         batch = []
                     batch.append(read)
-            for result in _align_batch(batch, shared, fmt, progress):
+            for result in _align_batch(batch, shared, fmt, progress, keep):
                 finish(result)
         except _StartError as exc:
             raise exc.error from None

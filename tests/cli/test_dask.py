@@ -103,27 +103,29 @@ def test_python_api_on_a_client_keeps_input_order_and_resumes(single, client, tm
 
 @needs_dask
 def test_workers_flag_starts_a_local_cluster(run_msa, single, tmp_path: Path) -> None:
-    """--workers 2 (CPU worker processes, started and closed by the run) with --skip-existing."""
+    """--workers 2 (CPU worker processes, started and closed by the run) with --skip-existing; -v
+    prints the timeline."""
     pytest.importorskip("distributed")
     outputs, _ = single
     inputs = write_inputs(tmp_path, bad=False)
     (tmp_path / "out").mkdir()
     kept = tmp_path / "out" / OUTPUT[inputs[0]]
     kept.write_bytes(b"kept as it is\n")
-    result = run_msa("align", *inputs, "-O", "out", "--device", "cpu", "--workers", "2", "--skip-existing",
+    result = run_msa("align", *inputs, "-O", "out", "--device", "cpu", "--workers", "2", "--skip-existing", "-v",
                      cwd=tmp_path)
     err = result.stderr.decode()
     assert result.returncode == 0 and "msa: error" not in err and "Traceback" not in err, err
+    assert "msa: dask: cluster ready at" in err and ", warm-up " in err, err  # -v: the timeline per worker
     assert f"aligned {len(GOOD) - 1} of {len(GOOD)} families" in err and "1 skipped" in err, err
     assert kept.read_bytes() == b"kept as it is\n"
     kept.write_bytes(outputs[inputs[0]])
     assert_outputs(tmp_path / "out", outputs)
 
 
-def _kill_once_plugin(marker: str):
-    """A worker plugin (test-only) that kills its worker process while it writes the first output:
-    ``marker`` (made atomically) names the ``.part`` file it left. Defined in a function so that
-    cloudpickle sends it by value."""
+def _kill_once_plugin(marker: str, at_write: int = 1):
+    """A worker plugin (test-only) that kills its worker process while it writes its ``at_write``-th
+    output: ``marker`` (made atomically) names the ``.part`` file it left, then each output already
+    whole in that folder with its inode. Defined in a function so that cloudpickle sends it by value."""
     from distributed import WorkerPlugin
 
     class KillWhileWriting(WorkerPlugin):
@@ -133,15 +135,24 @@ def _kill_once_plugin(marker: str):
             import msa.run.local
 
             original = self.original = msa.run.local.write_alignment
+            writes = 0
 
             def write_then_die(out, aligned, fmt, backend=None):
+                nonlocal writes
+                writes += 1
+                if writes < at_write:
+                    return original(out, aligned, fmt, backend)
                 try:
                     fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
                 except FileExistsError:  # killed once already
                     return original(out, aligned, fmt, backend)
                 out.write(b">half an alignment\nMKV")
                 out.flush()
-                os.write(fd, os.readlink(f"/proc/self/fd/{out.fileno()}").encode())  # the .part file (Linux)
+                part = os.readlink(f"/proc/self/fd/{out.fileno()}")  # the .part file (Linux)
+                folder = os.path.dirname(part)
+                whole = [f"{name} {os.stat(os.path.join(folder, name)).st_ino}" for name in sorted(os.listdir(folder))
+                         if not name.startswith(".")]
+                os.write(fd, "\n".join([part, *whole]).encode())
                 os.close(fd)
                 os._exit(1)
 
@@ -171,10 +182,92 @@ def test_a_killed_worker_loses_nothing(run_msa, single, client, tmp_path: Path) 
     err = result.stderr.decode()
     assert result.returncode == 0 and "msa: error" not in err, err
     assert f"aligned {len(GOOD)} of {len(GOOD)} families" in err
-    part = Path(marker.read_text())  # a worker did die while writing this one
+    part = Path(marker.read_text().splitlines()[0])  # a worker did die while writing this one
     assert part.parent == tmp_path / "out" and part.name.endswith(".part") and not part.exists()
     assert_outputs(tmp_path / "out", outputs)
     client.wait_for_workers(2, timeout=60)  # the nanny restarted it
+
+
+def test_groups_cover_each_family_once_largest_first_in_any_input_order() -> None:
+    """Large families alone, small ones packed into groups of at most one batch, about
+    TASKS_PER_WORKER tasks per worker, the largest task first; the same plan for any input order."""
+    from msa.run.dask import BATCH_RESIDUES, SMALL_FAMILY_RESIDUES, TASKS_PER_WORKER, plan_groups
+    from msa.run.plan import Family
+
+    large = [Family(f"big{i}", f"out/big{i}", SMALL_FAMILY_RESIDUES + 1 + i) for i in range(3)]
+    small = [Family(f"s{i:03d}", f"out/s{i:03d}", 1000 + (i * 7919) % 50000) for i in range(200)]
+    families = [*small[:50], *large, *small[50:], Family("unreadable", "out/unreadable", -1)]
+    groups = plan_groups(families, 2)
+    assert sorted(f.input for g in groups for f in g) == sorted(f.input for f in families)  # each once
+    assert plan_groups(families[::-1], 2) == groups
+    assert groups[:3] == [[f] for f in large[::-1]]  # alone, largest first
+    totals = [sum(max(f.size, 0) for f in g) for g in groups]
+    assert totals == sorted(totals, reverse=True) and all(len(g) > 1 for g in groups[3:-1])
+    assert 2 * TASKS_PER_WORKER <= len(groups) <= 2 * TASKS_PER_WORKER + 2, [len(g) for g in groups]
+    many = [Family(f"f{i:03d}", f"out/f{i:03d}", 1 << 20) for i in range(144)]  # 144 MB of small families
+    assert all(sum(f.size for f in g) <= BATCH_RESIDUES for g in plan_groups(many, 2))
+    assert len(plan_groups(many, 2)) == 144 * (1 << 20) // BATCH_RESIDUES
+
+
+def test_worker_threads_are_a_share_of_the_hosts_cores() -> None:
+    from msa.run.dask import worker_threads
+
+    assert [worker_threads(0, 32, 2), worker_threads(0, 32, 3), worker_threads(0, 2, 4)] == [16, 10, 1]
+    assert worker_threads(0, 32, 2, allowed=8) == 8  # pinned to 8 cores
+    assert worker_threads(6, 32, 2, allowed=4) == 6  # --threads given
+
+
+@needs_dask
+def test_groups_on_workers_match_the_single_process_run(single, client, tmp_path: Path, monkeypatch) -> None:
+    """The two largest files alone, the others in groups, one with a good family and both bad ones:
+    the same outputs and errors as one process, each bad family failed alone; every task's
+    threads are its worker's share of the cores (2 workers on this host); the timeline file."""
+    import json
+
+    import msa.run.dask as run_dask
+    from msa import align_files
+
+    outputs, single_errors = single
+    inputs = [tmp_path / name for name in write_inputs(tmp_path)]
+    monkeypatch.setattr(run_dask, "SMALL_FAMILY_RESIDUES", sorted(p.stat().st_size for p in inputs)[-3])
+    monkeypatch.setattr(run_dask, "TASKS_PER_WORKER", 1)
+    monkeypatch.setenv(run_dask.TIMELINE_ENV, str(tmp_path / "timeline.json"))
+    summary = align_files(inputs, tmp_path / "out", scheduler=client, device="cpu")
+    timeline = json.loads((tmp_path / "timeline.json").read_text())
+    assert timeline["groups"] == [1, 1, 1, 3], timeline["groups"]  # fam_c.fa with bad.fa and empty.fa
+    assert sorted(Path(r.input).name for r in summary.failed) == sorted(BAD)
+    errors = [f"msa: error: {r.error}".replace(f"{tmp_path}/", "") for r in summary.failed]
+    assert sorted(errors) == sorted(single_errors[:-1])
+    assert_outputs(tmp_path / "out", outputs)
+    share = run_dask.worker_threads(0, os.cpu_count() or 1, 2, len(os.sched_getaffinity(0)))
+    tasks = [t for t in timeline["tasks"] if t["kind"] == "group"]
+    assert len(tasks) == 4 and {t["threads"] for t in tasks} == {share}
+    assert sum(t["families"] for t in tasks) == len(inputs) and all("reading" in t["stages"] for t in tasks)
+
+
+@needs_dask
+def test_a_group_run_again_keeps_the_outputs_already_whole(single, client, tmp_path: Path, monkeypatch) -> None:
+    """One group of every family; its worker dies writing the second output: the group runs again
+    elsewhere, leaves the first output as it is (the same file), writes the others whole."""
+    import msa.run.dask as run_dask
+    from msa import align_files
+
+    outputs, _ = single
+    inputs = [tmp_path / name for name in write_inputs(tmp_path, bad=False)]
+    monkeypatch.setattr(run_dask, "plan_groups", lambda todo, workers: [list(todo)])
+    marker = tmp_path / "killed"
+    client.register_plugin(_kill_once_plugin(str(marker), at_write=2))
+    try:
+        summary = align_files(inputs, tmp_path / "out", scheduler=client, device="cpu")
+    finally:
+        client.unregister_worker_plugin("msa-test-kill-once")
+    assert len(summary.done) == len(GOOD) and not summary.failed
+    part, *whole = marker.read_text().splitlines()
+    assert Path(part).name.endswith(".part") and not Path(part).exists() and len(whole) == 1
+    name, inode = whole[0].split()
+    assert (tmp_path / "out" / name).stat().st_ino == int(inode)  # not written again
+    assert_outputs(tmp_path / "out", outputs)
+    client.wait_for_workers(2, timeout=60)
 
 
 @pytest.mark.parametrize(
