@@ -91,9 +91,12 @@ class BackendStart:
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
         self._numba_first = self._gpu_numba or self._device == "cpu"
-        if self._numba_first:
-            self._numba.start()
-        self._thread.start()
+        try:
+            if self._numba_first:
+                self._numba.start()
+            self._thread.start()
+        except RuntimeError as exc:  # "can't start new thread": no memory left for its stack
+            raise MemoryError(f"cannot start the backend's threads ({exc})") from None
 
     def sequences(self, n: int) -> None:
         """The input holds ``n`` sequences: a small input's CPU start stands only if

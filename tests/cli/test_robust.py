@@ -153,10 +153,16 @@ def test_numba_threads_zero_is_one_line(tmp_path: Path) -> None:
     assert "Number of threads" in line and "cannot import name" not in line, line
 
 
-@pytest.mark.parametrize("megabytes", [300, 450])
-def test_an_address_space_limit_is_one_line(tmp_path: Path, megabytes: int) -> None:
+@pytest.mark.parametrize("megabytes", [150, 300, 450])
+def test_an_address_space_limit_is_one_line_or_a_whole_run(tmp_path: Path, megabytes: int) -> None:
+    """Under an address-space limit a run either finishes or fails with one line, leaving no
+    output; which one depends on what this host's imports map (150 MB is below any)."""
     (tmp_path / "x.fa").write_bytes(FASTA)
-    line = one_error(msa("align", "x.fa", "-o", "out.fa", cwd=tmp_path, preexec=_limit_address_space(megabytes << 20)))
+    result = msa("align", "x.fa", "-o", "out.fa", cwd=tmp_path, preexec=_limit_address_space(megabytes << 20))
+    if result.returncode == 0 and megabytes > 150:
+        assert "Traceback" not in result.stderr.decode() and (tmp_path / "out.fa").read_bytes().count(b">") == 4
+        return
+    line = one_error(result)
     assert "cannot import name" not in line, line
     assert os.listdir(tmp_path) == ["x.fa"]
 
