@@ -37,6 +37,7 @@ from msa._runtime.interrupts import entered_whole
 from msa._runtime.startup import BackendStart
 from msa.backends import Backend, DeviceMemoryError, get_backend
 from msa.io import InputError, open_output, read_fasta, write_alignment
+from msa.io.writers import check_names
 from msa.params import AlignParams
 from msa.progress import Progress, current
 from msa.run.plan import Family, pending
@@ -79,7 +80,7 @@ def align_file(
     only once the alignment is done, by a rename, so a failed family leaves
     nothing. Bugs and interruptions (anything but FAMILY_ERRORS) propagate.
     """
-    read = _read_family(Family(input, output, -1), params)
+    read = _read_family(Family(input, output, -1), params, fmt)
     return read if isinstance(read, FamilyResult) else _align_alone(read, backend, fmt, _never)
 
 
@@ -110,11 +111,14 @@ class ReadFamily:
         )
 
 
-def _read_family(family: Family, params: AlignParams) -> "ReadFamily | FamilyResult":
-    """Read and prepare one family (sequence type, duplicates); a failed result on its errors."""
+def _read_family(family: Family, params: AlignParams, fmt: str = "fasta") -> "ReadFamily | FamilyResult":
+    """Read and prepare one family (sequence type, duplicates); a failed result on its errors,
+    names that ``fmt`` cannot hold among them (refused before the alignment, not after)."""
     start = time.perf_counter()
     try:
-        return prepare_read(family, read_input(family.input), params, start)
+        db = read_input(family.input)
+        check_names(db.names, fmt)
+        return prepare_read(family, db, params, start)
     except FAMILY_ERRORS as exc:
         return _failed(family, exc, time.perf_counter() - start)
 
@@ -253,7 +257,7 @@ def run_local(
         try:
             for family in todo:
                 with progress.family():
-                    read = _read_family(family, params)
+                    read = _read_family(family, params, fmt)
                 if isinstance(read, FamilyResult):
                     finish(read)
                 elif not read.small:

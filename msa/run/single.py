@@ -22,6 +22,7 @@ from msa._runtime.startup import BackendStart, small_input
 from msa.backends import cupy_installed
 from msa.io import open_output
 from msa.io.output import GZIP_LEVEL
+from msa.io.writers import check_names
 from msa.io.formats import output_size
 from msa.io.output import check_space
 from msa.params import AlignParams
@@ -70,6 +71,7 @@ def align_one(
     device = "cpu" if small and params.device == "auto" and not cupy_installed() else params.device
     with BackendStart(device, memory_cap, small) as backend_start:
         db = read_input(input)
+        check_names(db.names, fmt)  # a format that cannot hold the names fails before the alignment
         backend_start.sequences(len(db))
         read = prepare_read(Family(input, out_path or "-", -1), db, params, start, note=False)
         family = read.prepared

@@ -215,3 +215,14 @@ def test_cli_refuses_phylip_in_one_line_and_writes_relaxed(tmp_path: Path, run_m
     assert done.returncode == 0, done.stderr
     names = [r.id for r in AlignIO.read(tmp_path / "out.phy", "phylip-relaxed")]
     assert names == ["ABCDEFGHIJ_1", "ABCDEFGHIJ_2", "c"]
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_names_a_format_cannot_hold_are_refused_before_the_alignment(tmp_path: Path, run_msa, many: bool) -> None:
+    """The refusal comes before the guide tree (-v lists no stage past reading), for -o and -O."""
+    (tmp_path / "in.fa").write_text(">ABCDEFGHIJ_1\nMKVLAAGIVG\n>ABCDEFGHIJ_2\nMKVLSAGIVG\n>c\nMKILAGIV\n")
+    where = ("-O", "out") if many else ("-o", "out.phy")
+    refused = run_msa("align", "in.fa", "-f", "phylip", *where, "--device", "cpu", "-v", cwd=tmp_path)
+    err = refused.stderr.decode()
+    assert refused.returncode == 1 and "strict PHYLIP" in err and "--format phylip-relaxed" in err, err
+    assert "guide tree" not in err and "profiles" not in err, err
