@@ -255,3 +255,21 @@ def test_no_numba_for_a_gpu_add_or_merge(monkeypatch) -> None:
         with msa._runtime.startup.BackendStart(device, numba_on_gpu=False) as start:
             start.backend(quiet=True)
         assert order == want, device
+
+
+def test_idle_threads_sleep_from_the_first_parallel_kernel() -> None:
+    """GNU libgomp reads OMP_WAIT_POLICY once, when the first parallel kernel starts its pool, and
+    that is a family's preparation (de-duplication's hash), before any stage sets threads: the
+    policy must be set by then, or every idle thread spins (the example 4x slower on busy cores)."""
+    example = REPO / "datasets" / "examples" / "example.fa"
+    code = (
+        "import os\n"
+        "from msa.io import read_fasta\n"
+        "from msa.params import AlignParams\n"
+        "from msa.pipeline import prepare_family\n"
+        f"prepare_family(read_fasta({str(example)!r}), AlignParams())\n"
+        "print(os.environ.get('OMP_WAIT_POLICY'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["PASSIVE"]
