@@ -273,3 +273,34 @@ def test_idle_threads_sleep_from_the_first_parallel_kernel() -> None:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["PASSIVE"]
+
+
+def _modules_after(argv: list[str]) -> tuple[str, list[str]]:
+    """What ``msa ARGV`` prints, and which heavy modules it imported, in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['msa', *{argv!r}]\n"
+        "from msa.__main__ import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(repr(sorted(m for m in ('numpy', 'numba', 'cupy', 'rich', 'typer') if m in sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    return done.stdout, eval(done.stderr.strip().splitlines()[-1])
+
+
+def test_version_is_answered_before_the_cli_imports() -> None:
+    out, modules = _modules_after(["--version"])
+    assert out == f"msa {msa.__version__}\n"
+    assert modules == []
+    out, modules = _modules_after(["--version", "align"])  # the CLI's option prints the same line
+    assert out == f"msa {msa.__version__}\n"
+
+
+def test_help_and_argument_errors_import_no_numpy() -> None:
+    for argv in (["--help"], ["align", "--help"], ["add", "-h"], ["merge", "--help"], ["tree", "--help"],
+                 ["score", "--help"], ["align", "--no-such-option"], ["align", "x.fa", "--device", "tpu"]):
+        _, modules = _modules_after(argv)
+        assert not {"numpy", "numba", "cupy"} & set(modules), (argv, modules)
