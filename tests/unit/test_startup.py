@@ -50,16 +50,41 @@ def test_no_python_function_is_compiled_twice() -> None:
     assert not cpu_align._align_pair.targetoptions.get("parallel")
 
 
-def test_small_inputs_by_size(tmp_path: Path) -> None:
-    from msa._runtime.startup import GZIP_RATIO, SMALL_INPUT_BYTES, small_input
+def test_auto_cost_model_keeps_the_former_cut_until_calibrated(tmp_path: Path) -> None:
+    """Uncalibrated, the model picks the CPU for at most 256 KB of FASTA (a gzipped file counts
+    GZIP_RATIO times its size) on any host, and never for stdin or a missing file."""
+    from msa._runtime.startup import GZIP_RATIO, auto_device, cpu_first
 
+    cut = 1 << 18
+    for threads in (1, 2, 16):
+        assert auto_device(cut, None, threads) == "cpu" and auto_device(cut + 1, None, threads) == "cuda"
+        assert auto_device(cut, 10**6, threads) == "cpu"
     small, big, gz = tmp_path / "s.fa", tmp_path / "b.fa", tmp_path / "g.fa.gz"
-    small.write_bytes(b">a\nMK\n" * (SMALL_INPUT_BYTES // 6))
-    big.write_bytes(b"x" * (SMALL_INPUT_BYTES + 1))
-    gz.write_bytes(b"x" * (SMALL_INPUT_BYTES // GZIP_RATIO + 1))
-    assert small_input(str(small))
-    assert not small_input(str(big)) and not small_input(str(gz))
-    assert not small_input("-") and not small_input(str(tmp_path / "missing.fa"))
+    small.write_bytes(b">a\nMK\n" * (cut // 6))
+    big.write_bytes(b"x" * (cut + 1))
+    gz.write_bytes(b"x" * (cut // GZIP_RATIO + 1))
+    assert cpu_first(str(small))
+    assert not cpu_first(str(big)) and not cpu_first(str(gz))
+    assert not cpu_first("-") and not cpu_first(str(tmp_path / "missing.fa"))
+
+
+def test_auto_cost_model_weighs_sequences_and_cores(monkeypatch, tmp_path: Path) -> None:
+    """Calibrated coefficients (here made up) decide by bytes, sequences where counted, and the
+    CPU threads of the run."""
+    import msa._runtime.startup as startup
+
+    monkeypatch.setattr(startup, "COSTS", {
+        "cpu": startup.Cost(start=0.5, per_mb=4.0, per_1k_sequences=1.0, core_exponent=1.0),
+        "cuda": startup.Cost(start=1.5, per_mb=0.5),
+    })
+    mb = startup.MB
+    assert startup.auto_device(mb, None, threads=16) == "cpu"  # 0.5 + 4/16 against 2.0
+    assert startup.auto_device(mb, None, threads=2) == "cuda"  # 0.5 + 4/2 against 2.0
+    assert startup.auto_device(mb, 40_000, threads=16) == "cuda"  # 0.5 + 44/16 against 2.0
+    fasta = tmp_path / "f.fa"
+    fasta.write_bytes(b">a\nMK\n>b x\nMKV\nL\n>c\n\n")
+    assert startup.count_sequences(str(fasta)) == 3
+    assert startup.count_sequences("-") is None and startup.count_sequences(str(tmp_path / "none.fa")) is None
 
 
 def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
@@ -76,15 +101,15 @@ def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
         return CpuBackend, "msa: using the GPU (cuda backend)" if device == "auto" else None
 
     monkeypatch.setattr(msa._runtime.startup, "prepare_backend", prepare)
-    with msa._runtime.startup.BackendStart("auto", small=True) as start:
+    with msa._runtime.startup.BackendStart("auto", cpu_first=True) as start:
         start.sequences(MST_TREE_MAX["cpu"])
         assert isinstance(start.backend(quiet=True), CpuBackend)
     assert asked == ["cpu"]
-    with msa._runtime.startup.BackendStart("auto", small=True) as start:
+    with msa._runtime.startup.BackendStart("auto", cpu_first=True) as start:
         start.sequences(MST_TREE_MAX["cpu"] + 1)
         start.backend(quiet=True)
     assert asked == ["cpu", "cpu", "auto"]
-    with msa._runtime.startup.BackendStart("cuda", small=True) as start:  # an explicit device stands
+    with msa._runtime.startup.BackendStart("cuda", cpu_first=True) as start:  # an explicit device stands
         start.backend(quiet=True)
     assert asked[-1] == "cuda"
 
