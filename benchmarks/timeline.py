@@ -38,9 +38,41 @@ def _wrap(owner, name: str, before: str, after: str) -> None:
     setattr(owner, name, marked)
 
 
+#: Compiled functions loaded from a cache (msa._runtime.jit) on each thread: count and seconds.
+LOADS: dict[str, list[float]] = {}
+
+
+def _count_loads() -> None:
+    """Sum the time of each compiled function's load from a cache, per thread (a load's marks
+    would drown the timeline: a run loads 10-20). Called on the Numba thread, where the
+    pipeline's import would import msa._runtime.jit (and Numba) first thing anyway."""
+    from msa._runtime import jit
+
+    inner = jit._LazyCache.load_overload
+
+    def counted(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return inner(self, *args, **kwargs)
+        finally:
+            entry = LOADS.setdefault(threading.current_thread().name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += time.perf_counter() - start
+
+    jit._LazyCache.load_overload = counted
+
+
 def _instrument() -> None:
     import msa.progress as progress
     import msa._runtime.startup as startup
+
+    load_numba = startup._load_numba
+
+    def load_numba_counted(*args, **kwargs):
+        _count_loads()
+        return load_numba(*args, **kwargs)
+
+    startup._load_numba = load_numba_counted
 
     _wrap(startup, "start_cuda", "start_cuda begin", "start_cuda end (CuPy imported, context made)")
     _wrap(startup, "_load_numba", "Numba thread begins", "Numba thread ends (first compiled call made)")
@@ -81,6 +113,8 @@ def main() -> None:
     try:
         cli_main()
     finally:
+        for thread, (n, seconds) in LOADS.items():
+            mark(f"{n:.0f} compiled functions loaded from the cache on {thread} in {seconds:.3f} s")
         mark("exit")
 
 

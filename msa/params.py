@@ -34,6 +34,9 @@ PickTree = Literal["mafft", "single", "link"]
 PartTreeSplit = Literal["sample", "picks"]
 #: ``auto`` detects protein or nucleotides from the residues (msa.alphabet.detect_seq_type).
 SeqType = Literal["auto", "protein", "dna", "rna"]
+#: The output formats (msa.io.formats writes them); here, with the other choices, so that the
+#: CLI's options are made without importing msa.io (NumPy).
+OutputFormat = Literal["fasta", "clustal", "stockholm", "phylip", "phylip-relaxed", "a2m", "a3m"]
 
 GUIDE_TREE_METHODS: tuple[GuideTreeMethod, ...] = get_args(GuideTreeMethod)
 TREE_DISTANCES: tuple[TreeDistance, ...] = get_args(TreeDistance)
@@ -42,6 +45,7 @@ LINKAGES: tuple[Linkage, ...] = get_args(Linkage)
 DEVICES: tuple[Device, ...] = get_args(Device)
 PICK_TREES: tuple[PickTree, ...] = get_args(PickTree)
 PARTTREE_SPLITS: tuple[PartTreeSplit, ...] = get_args(PartTreeSplit)
+FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
 SEQ_TYPES: tuple[SeqType, ...] = get_args(SeqType)
 NUCLEOTIDE_TYPES = ("dna", "rna")
 

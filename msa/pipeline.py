@@ -15,6 +15,14 @@ from msa.progress import current
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, NewickError, build_guide_tree, read_newick
 
+#: Idle Numba threads sleep rather than spin (see :func:`_set_threads`). GNU libgomp reads this
+#: once, when the first parallel kernel starts its pool, and that kernel is a family's
+#: preparation (de-duplication's hash, :func:`prepare_family`), before any stage calls
+#: _set_threads: so it is set when this module loads, before anything here runs. Set only
+#: inside _set_threads it came too late, and every CLI run spun (the 200-sequence example
+#: 1.7 s against 0.4 s on 2 busy cores; docs/start-up.md). A value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 @dataclass
 class PreparedFamily:
@@ -191,16 +199,11 @@ def read_tree_file(path: str, db: SeqDB, reps: np.ndarray) -> GuideTree:
 
 
 def _set_threads(threads: int) -> None:
-    """Thread count, and idle Numba threads that sleep rather than spin.
-
-    Numba's OpenMP pool (GNU libgomp) spins after every parallel region by
-    default; on shared or busy cores those spinning threads take the CPU from
-    the serial work between regions (the one-merge levels of the progressive
-    stage): PF00009.1000's progressive stage took 1.7 s spinning, 0.9 s
-    passive. Read when the pool starts, so it must be set before the first
-    parallel kernel; a value the user set wins.
-    """
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    """Thread count. Idle threads sleep (OMP_WAIT_POLICY, set at this module's import): Numba's
+    OpenMP pool (GNU libgomp) spins after every parallel region by default; on shared or
+    busy cores those spinning threads take the CPU from the serial work between regions
+    (the one-merge levels of the progressive stage): PF00009.1000's progressive stage took
+    1.7 s spinning, 0.9 s passive."""
     if threads <= 0:
         return
     import numba

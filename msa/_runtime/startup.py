@@ -8,25 +8,68 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from dataclasses import dataclass
 
 from msa._runtime.cuda_start import start_cuda
 from msa.backends import Backend, prepare_backend
 from msa.params import MST_TREE_MAX
 
-#: Under ``--device auto`` a single input file of at most this many bytes (compressed: times
-#: GZIP_RATIO) aligns on the CPU even where a GPU is present: for a family this small,
-#: importing CuPy and making the CUDA context cost more than the whole alignment (H100
-#: machine, 16 host cores: the 200-sequence example takes 1.5 s on the CPU and 2.1 s on the
-#: GPU warm, 1.7 s and 6.4 s on a first run; docs/start-up.md). Both backends give the
-#: same alignment up to MST_TREE_MAX["cpu"] sequences, so past that the GPU is started after all.
-SMALL_INPUT_BYTES = 1 << 18
-#: What a gzipped FASTA file's size is multiplied by for SMALL_INPUT_BYTES (protein FASTA
+#: What a gzipped FASTA file's size is multiplied by for the cost model's bytes (protein FASTA
 #: compresses about 3-4x).
 GZIP_RATIO = 4
-
-
 #: What input_bytes counts for stdin, whose size is not known before it is read.
 STDIN_BYTES = 1 << 26
+#: Sequences are counted (a scan for '>' of the file's bytes, ~1 ms a MB) only in plain files up
+#: to this size; past it the count would cost more than the choice is worth.
+COUNT_MAX_BYTES = 1 << 23
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A backend's predicted wall clock for one family in a process of its own:
+    ``start + (per_mb * MB + per_1k_sequences * sequences / 1000) / threads ** core_exponent``,
+    MB the FASTA text (MiB), ``threads`` the CPU threads the run may use. ``start`` is what
+    a run pays before its input matters (interpreter, imports, the CUDA context and modules)."""
+
+    start: float
+    per_mb: float
+    per_1k_sequences: float = 0.0
+    core_exponent: float = 0.0
+
+    def seconds(self, nbytes: int, sequences: int | None, threads: int) -> float:
+        work = self.per_mb * nbytes / MB + self.per_1k_sequences * (sequences or 0) / 1000
+        return self.start + work / max(threads, 1) ** self.core_exponent
+
+
+#: ``--device auto``'s cost model of ``msa align IN`` (one family, one process): the backend
+#: predicted to finish first is started; both give the same bytes up to MST_TREE_MAX["cpu"]
+#: sequences (BackendStart.sequences), so the choice costs nothing in the output.
+#: NOT YET CALIBRATED: these values only reproduce the former fixed cut on every host, the
+#: CPU for an input of at most 256 KB (0.25 MB: the CPU's 1 s a MB against the GPU's 0.25 s
+#: start) and the GPU above it; measured on an H100 host (docs/start-up.md) the CPU was still
+#: ahead at 319 KB. ``python benchmarks/auto_device.py`` on a GPU host times both backends
+#: (one process each) on families of several sizes and prints the values to paste here.
+COSTS: dict[str, Cost] = {
+    "cpu": Cost(start=0.0, per_mb=1.0),
+    "cuda": Cost(start=0.25, per_mb=0.0),
+}
+
+
+def host_threads(threads: int = 0) -> int:
+    """The CPU threads a run uses: ``threads``, or (0) the cores this process may run on."""
+    if threads > 0:
+        return threads
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def auto_device(nbytes: int, sequences: int | None = None, threads: int = 0) -> str:
+    """``cpu`` or ``cuda``: the backend :data:`COSTS` predicts finishes first for an input of
+    ``nbytes`` of FASTA (and ``sequences``, where counted) with ``threads`` CPU threads (0: all
+    cores); a tie goes to the CPU, which needs no device."""
+    threads = host_threads(threads)
+    cpu, gpu = (COSTS[d].seconds(nbytes, sequences, threads) for d in ("cpu", "cuda"))
+    return "cpu" if cpu <= gpu else "cuda"
 
 
 def input_bytes(path: str) -> int:
@@ -41,9 +84,27 @@ def input_bytes(path: str) -> int:
     return size * (GZIP_RATIO if path.endswith(".gz") else 1)
 
 
-def small_input(path: str) -> bool:
-    """Whether ``path`` (a file; ``-`` is stdin, never small) is small enough for the CPU under auto."""
-    return path != "-" and os.path.exists(path) and input_bytes(path) <= SMALL_INPUT_BYTES
+def count_sequences(path: str) -> int | None:
+    """The records of a plain FASTA file of at most COUNT_MAX_BYTES (lines starting with '>'),
+    else None (stdin, gzipped, larger, unreadable: the model goes by bytes)."""
+    if path == "-" or path.endswith(".gz"):
+        return None
+    try:
+        if os.stat(path).st_size > COUNT_MAX_BYTES:
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read(COUNT_MAX_BYTES + 1)
+    except OSError:
+        return None
+    return data.count(b"\n>") + data.startswith(b">")
+
+
+def cpu_first(path: str, threads: int = 0) -> bool:
+    """Whether ``--device auto`` starts the CPU for ``path`` (a file; ``-`` is stdin, never):
+    the cost model (:func:`auto_device`) predicts the CPU finishes first on this host."""
+    if path == "-" or not os.path.exists(path):
+        return False
+    return auto_device(input_bytes(path), count_sequences(path), threads) == "cpu"
 
 
 class BackendStart:
@@ -65,16 +126,16 @@ class BackendStart:
     """
 
     def __init__(
-        self, device: str, memory_cap: int | None = None, small: bool = False, numba_on_gpu: bool = True
+        self, device: str, memory_cap: int | None = None, cpu_first: bool = False, numba_on_gpu: bool = True
     ) -> None:
-        """``small``: the input is small (:func:`small_input`); under ``auto`` the CPU backend
-        starts, and :meth:`sequences` starts the GPU instead if the input turns out to hold
+        """``cpu_first``: the cost model picks the CPU for the input (:func:`cpu_first`); under
+        ``auto`` the CPU backend starts, and :meth:`sequences` starts the GPU instead if the input turns out to hold
         more sequences than the two backends align alike. ``numba_on_gpu=False``: a run on the
         GPU needs no Numba (``add``, ``merge``: the GPU aligns and writes the records), so the
         CUDA backend is made as soon as CuPy is imported and Numba is never imported, since
         its import (~0.2-0.3 s of Python) would hold the GIL the reading and the aligning need;
         on the CPU (and where ``auto`` finds no GPU) Numba is imported as always."""
-        self._deferred = device == "auto" and small
+        self._deferred = device == "auto" and cpu_first
         self._device = "cpu" if self._deferred else device
         self._memory_cap = memory_cap
         self._gpu_numba = numba_on_gpu
@@ -99,7 +160,7 @@ class BackendStart:
             raise MemoryError(f"cannot start the backend's threads ({exc})") from None
 
     def sequences(self, n: int) -> None:
-        """The input holds ``n`` sequences: a small input's CPU start stands only if
+        """The input holds ``n`` sequences: a CPU start under auto stands only if
         the CPU aligns it as the GPU would (its exact trees reach as far), else auto starts."""
         if self._deferred and n > MST_TREE_MAX["cpu"]:
             self._deferred = False

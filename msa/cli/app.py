@@ -28,9 +28,9 @@ def main() -> None:
 
 def _print_version(value: bool) -> None:
     if value:
-        from msa import __version__
+        from msa.__main__ import print_version
 
-        print(f"msa {__version__}")
+        print_version()
         raise typer.Exit()
 
 

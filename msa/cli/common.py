@@ -10,7 +10,6 @@ import typer
 
 from msa._runtime import interrupts, startup
 from msa.backends import BackendUnavailable, DeviceMemoryError
-from msa.io import InputError
 from msa.run.results import one_line  # here, not in the error path: an error handler imports nothing
 
 
@@ -39,7 +38,7 @@ def _errors() -> Iterator[None]:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             raise typer.Exit(1) from None
-        except (InputError, BackendUnavailable, ValueError, OSError, EOFError) as exc:
+        except (BackendUnavailable, ValueError, OSError, EOFError) as exc:  # msa.io's InputError is a ValueError
             _fail(_message(exc))
         except MemoryError as exc:  # CuPy's OutOfMemoryError outside the pieces that catch it
             device = DeviceMemoryError.from_exception(exc)

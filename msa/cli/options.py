@@ -9,11 +9,9 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 
-from msa.alphabet import load_matrix
 from msa.backends import GB
-from msa.io import FORMATS
 from msa.params import (
-    AlignParams, DEVICES, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, NUCLEOTIDE_SCHEME,
+    AlignParams, DEVICES, FORMATS, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, NUCLEOTIDE_SCHEME,
     PARTTREE_SPLITS, PROTEIN_SCHEME, SEQ_TYPES, TREE_DISTANCES,
 )
 
@@ -175,6 +173,8 @@ def _naming_in_format(in_formats: dict[str, tuple[str, str]]) -> Iterator[None]:
 def _check_scoring(params: AlignParams) -> None:
     """An unknown matrix, or one of the wrong kind for a given --seq-type, fails before any work."""
     if params.matrix is not None:
+        from msa.alphabet import load_matrix  # NumPy: not for commands that align nothing
+
         load_matrix(params.matrix)
     if params.seq_type != "auto":
         params.resolved()

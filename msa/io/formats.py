@@ -19,19 +19,17 @@ between their match columns (:func:`msa.alignment.insert_columns`).
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol, Sequence, get_args
+from typing import TYPE_CHECKING, BinaryIO, Protocol, Sequence
 
 import numpy as np
 
 from msa import __version__
 from msa.io.fasta import LINE_WIDTH, fasta_size, write_fasta
 from msa.io.output import check_space, needing, regular_file
+from msa.params import FORMATS, OutputFormat  # defined with the other choices (the CLI's, without NumPy)
 
 if TYPE_CHECKING:
     from msa.seqdb import SeqDB
-
-OutputFormat = Literal["fasta", "clustal", "stockholm", "phylip", "phylip-relaxed", "a2m", "a3m"]
-FORMATS: tuple[str, ...] = get_args(OutputFormat)
 #: The file extension of each format (the names ``msa align -O`` gives its outputs).
 FORMAT_SUFFIXES: dict[str, str] = {
     "fasta": ".fa", "clustal": ".aln", "stockholm": ".sto", "phylip": ".phy", "phylip-relaxed": ".phy",

@@ -15,23 +15,46 @@ outputs; the CLI (msa.cli) parses options and reports results. Below it is
 """
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msa.params import CONNECT_TIMEOUT, AlignParams
 from msa.progress import Progress
-from msa.run.local import BackendLike, align_file, run_local
-from msa.run.plan import (
-    Family, check_paths, expand_inputs, make_output_dir, output_name, plan_run, tree_file_read,
-)
 from msa.run.results import FamilyResult, RunSummary, one_line
-from msa.run.single import AlignedOne, align_one, tree_one
+
+if TYPE_CHECKING:
+    from msa.run.local import BackendLike, align_file, run_local
+    from msa.run.plan import (
+        Family, check_paths, expand_inputs, make_output_dir, output_name, plan_run, tree_file_read,
+    )
+    from msa.run.single import AlignedOne, align_one, tree_one
+
+#: Where each name of the steps' modules lives: they load on first use (PEP 562), since they
+#: import NumPy (msa.io), and the CLI imports this package for commands that may align
+#: nothing (``--help``, an argument's error: docs/start-up.md).
+_HOMES = {
+    "BackendLike": "msa.run.local", "align_file": "msa.run.local", "run_local": "msa.run.local",
+    "Family": "msa.run.plan", "check_paths": "msa.run.plan", "expand_inputs": "msa.run.plan",
+    "make_output_dir": "msa.run.plan", "output_name": "msa.run.plan", "plan_run": "msa.run.plan",
+    "tree_file_read": "msa.run.plan",
+    "AlignedOne": "msa.run.single", "align_one": "msa.run.single", "tree_one": "msa.run.single",
+}
 
 __all__ = [
     "AlignedOne", "Family", "FamilyResult", "RunSummary", "align_file", "align_files", "check_paths", "cluster_options",
     "expand_inputs", "make_output_dir", "one_line", "output_name", "plan_run", "run_families", "tree_file_read", "tree_one", "align_one",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'msa.run' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
 def align_files(
@@ -78,6 +101,8 @@ def align_files(
         >>> len(summary.done), [r.error for r in summary.failed]  # doctest: +SKIP
         (2, [])
     """
+    from msa.run.plan import plan_run, tree_file_read
+
     params = (params or AlignParams()).with_(**options)
     cluster = cluster_options(params.device, scheduler=scheduler, workers=workers)
     families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip, reads=tree_file_read(params))
@@ -108,6 +133,8 @@ def run_families(
         return run_families_dask(
             families, params, fmt=fmt, skip_existing=skip_existing, progress=progress, on_result=on_result, **cluster
         )
+    from msa.run.local import run_local
+
     return run_local(
         families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, early_start=early_start,
         memory_cap=memory_cap, progress=progress, on_result=on_result,

@@ -4,7 +4,7 @@
 steps of :mod:`msa.run.local` (read, prepare, align, write), with what a
 short run needs besides: the backend starts on background threads while the
 input is read (:class:`msa._runtime.startup.BackendStart`; under ``--device
-auto`` a small input takes the CPU), the outputs are open before the
+auto`` the CPU where a cost model predicts it finishes first), the outputs are open before the
 alignment (an unwritable target or too little space fails early), and an
 error is the run's, raised as it is (the CLI prints it as one line). Every
 path is checked first (:func:`msa.run.plan.check_paths`).
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from msa._runtime import interrupts
 from msa._runtime.interrupts import entered_whole
-from msa._runtime.startup import BackendStart, small_input
+from msa._runtime.startup import BackendStart, cpu_first
 from msa.backends import cupy_installed
 from msa.io import open_output
 from msa.io.output import GZIP_LEVEL
@@ -66,10 +66,10 @@ def align_one(
         [(f"-o/--output {out_path}", out_path), (f"--tree-out {tree_out}", tree_out)],
     )
     start = time.perf_counter()
-    small = small_input(input)
-    # Without CuPy there is no GPU to weigh a small input against: the CPU, and no note about it.
-    device = "cpu" if small and params.device == "auto" and not cupy_installed() else params.device
-    with BackendStart(device, memory_cap, small) as backend_start:
+    cpu = params.device == "auto" and cpu_first(input, params.threads)  # auto's cost model
+    # Without CuPy there is no GPU to weigh the input against: the CPU, and no note about it.
+    device = "cpu" if cpu and not cupy_installed() else params.device
+    with BackendStart(device, memory_cap, cpu) as backend_start:
         db = read_input(input)
         check_names(db.names, fmt)  # a format that cannot hold the names fails before the alignment
         backend_start.sequences(len(db))

@@ -1,4 +1,4 @@
-"""--device auto on a GPU machine: a small input takes the CPU (msa._runtime.startup.SMALL_INPUT_BYTES), a
+"""--device auto on a GPU machine: a small input takes the CPU (msa._runtime.startup's cost model), a
 larger one the GPU, and either way the bytes are --device cpu's."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
 
 
 def test_auto_takes_the_cpu_for_the_example_and_the_gpu_past_the_size(run_msa, tmp_path: Path) -> None:
-    from msa._runtime.startup import SMALL_INPUT_BYTES
+    from msa._runtime.startup import auto_device, input_bytes
 
     fam = simulate(SimParams(n=1500, length=300, seed=4))
     big = tmp_path / "big.fa"
@@ -21,7 +21,7 @@ def test_auto_takes_the_cpu_for_the_example_and_the_gpu_past_the_size(run_msa, t
         b">" + name.encode() + b"\n" + fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes() + b"\n"
         for i, name in enumerate(fam.names)
     ))
-    assert big.stat().st_size > SMALL_INPUT_BYTES
+    assert auto_device(input_bytes(str(big)), 1500) == "cuda" and auto_device(input_bytes(str(EXAMPLE)), 200) == "cpu"
     for source, chosen in ((EXAMPLE, b"msa: using the CPU for a small input"), (big, b"msa: using the GPU")):
         auto = run_msa("align", source, cwd=tmp_path)
         cpu = run_msa("align", source, "--device", "cpu", "-q", cwd=tmp_path)

@@ -50,16 +50,41 @@ def test_no_python_function_is_compiled_twice() -> None:
     assert not cpu_align._align_pair.targetoptions.get("parallel")
 
 
-def test_small_inputs_by_size(tmp_path: Path) -> None:
-    from msa._runtime.startup import GZIP_RATIO, SMALL_INPUT_BYTES, small_input
+def test_auto_cost_model_keeps_the_former_cut_until_calibrated(tmp_path: Path) -> None:
+    """Uncalibrated, the model picks the CPU for at most 256 KB of FASTA (a gzipped file counts
+    GZIP_RATIO times its size) on any host, and never for stdin or a missing file."""
+    from msa._runtime.startup import GZIP_RATIO, auto_device, cpu_first
 
+    cut = 1 << 18
+    for threads in (1, 2, 16):
+        assert auto_device(cut, None, threads) == "cpu" and auto_device(cut + 1, None, threads) == "cuda"
+        assert auto_device(cut, 10**6, threads) == "cpu"
     small, big, gz = tmp_path / "s.fa", tmp_path / "b.fa", tmp_path / "g.fa.gz"
-    small.write_bytes(b">a\nMK\n" * (SMALL_INPUT_BYTES // 6))
-    big.write_bytes(b"x" * (SMALL_INPUT_BYTES + 1))
-    gz.write_bytes(b"x" * (SMALL_INPUT_BYTES // GZIP_RATIO + 1))
-    assert small_input(str(small))
-    assert not small_input(str(big)) and not small_input(str(gz))
-    assert not small_input("-") and not small_input(str(tmp_path / "missing.fa"))
+    small.write_bytes(b">a\nMK\n" * (cut // 6))
+    big.write_bytes(b"x" * (cut + 1))
+    gz.write_bytes(b"x" * (cut // GZIP_RATIO + 1))
+    assert cpu_first(str(small))
+    assert not cpu_first(str(big)) and not cpu_first(str(gz))
+    assert not cpu_first("-") and not cpu_first(str(tmp_path / "missing.fa"))
+
+
+def test_auto_cost_model_weighs_sequences_and_cores(monkeypatch, tmp_path: Path) -> None:
+    """Calibrated coefficients (here made up) decide by bytes, sequences where counted, and the
+    CPU threads of the run."""
+    import msa._runtime.startup as startup
+
+    monkeypatch.setattr(startup, "COSTS", {
+        "cpu": startup.Cost(start=0.5, per_mb=4.0, per_1k_sequences=1.0, core_exponent=1.0),
+        "cuda": startup.Cost(start=1.5, per_mb=0.5),
+    })
+    mb = startup.MB
+    assert startup.auto_device(mb, None, threads=16) == "cpu"  # 0.5 + 4/16 against 2.0
+    assert startup.auto_device(mb, None, threads=2) == "cuda"  # 0.5 + 4/2 against 2.0
+    assert startup.auto_device(mb, 40_000, threads=16) == "cuda"  # 0.5 + 44/16 against 2.0
+    fasta = tmp_path / "f.fa"
+    fasta.write_bytes(b">a\nMK\n>b x\nMKV\nL\n>c\n\n")
+    assert startup.count_sequences(str(fasta)) == 3
+    assert startup.count_sequences("-") is None and startup.count_sequences(str(tmp_path / "none.fa")) is None
 
 
 def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
@@ -76,15 +101,15 @@ def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
         return CpuBackend, "msa: using the GPU (cuda backend)" if device == "auto" else None
 
     monkeypatch.setattr(msa._runtime.startup, "prepare_backend", prepare)
-    with msa._runtime.startup.BackendStart("auto", small=True) as start:
+    with msa._runtime.startup.BackendStart("auto", cpu_first=True) as start:
         start.sequences(MST_TREE_MAX["cpu"])
         assert isinstance(start.backend(quiet=True), CpuBackend)
     assert asked == ["cpu"]
-    with msa._runtime.startup.BackendStart("auto", small=True) as start:
+    with msa._runtime.startup.BackendStart("auto", cpu_first=True) as start:
         start.sequences(MST_TREE_MAX["cpu"] + 1)
         start.backend(quiet=True)
     assert asked == ["cpu", "cpu", "auto"]
-    with msa._runtime.startup.BackendStart("cuda", small=True) as start:  # an explicit device stands
+    with msa._runtime.startup.BackendStart("cuda", cpu_first=True) as start:  # an explicit device stands
         start.backend(quiet=True)
     assert asked[-1] == "cuda"
 
@@ -255,3 +280,52 @@ def test_no_numba_for_a_gpu_add_or_merge(monkeypatch) -> None:
         with msa._runtime.startup.BackendStart(device, numba_on_gpu=False) as start:
             start.backend(quiet=True)
         assert order == want, device
+
+
+def test_idle_threads_sleep_from_the_first_parallel_kernel() -> None:
+    """GNU libgomp reads OMP_WAIT_POLICY once, when the first parallel kernel starts its pool, and
+    that is a family's preparation (de-duplication's hash), before any stage sets threads: the
+    policy must be set by then, or every idle thread spins (the example 4x slower on busy cores)."""
+    example = REPO / "datasets" / "examples" / "example.fa"
+    code = (
+        "import os\n"
+        "from msa.io import read_fasta\n"
+        "from msa.params import AlignParams\n"
+        "from msa.pipeline import prepare_family\n"
+        f"prepare_family(read_fasta({str(example)!r}), AlignParams())\n"
+        "print(os.environ.get('OMP_WAIT_POLICY'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["PASSIVE"]
+
+
+def _modules_after(argv: list[str]) -> tuple[str, list[str]]:
+    """What ``msa ARGV`` prints, and which heavy modules it imported, in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        f"sys.argv = ['msa', *{argv!r}]\n"
+        "from msa.__main__ import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(repr(sorted(m for m in ('numpy', 'numba', 'cupy', 'rich', 'typer') if m in sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    return done.stdout, eval(done.stderr.strip().splitlines()[-1])
+
+
+def test_version_is_answered_before_the_cli_imports() -> None:
+    out, modules = _modules_after(["--version"])
+    assert out == f"msa {msa.__version__}\n"
+    assert modules == []
+    out, modules = _modules_after(["--version", "align"])  # the CLI's option prints the same line
+    assert out == f"msa {msa.__version__}\n"
+
+
+def test_help_and_argument_errors_import_no_numpy() -> None:
+    for argv in (["--help"], ["align", "--help"], ["add", "-h"], ["merge", "--help"], ["tree", "--help"],
+                 ["score", "--help"], ["align", "--no-such-option"], ["align", "x.fa", "--device", "tpu"]):
+        _, modules = _modules_after(argv)
+        assert not {"numpy", "numba", "cupy"} & set(modules), (argv, modules)
