@@ -19,17 +19,17 @@ between their match columns (:func:`msa.alignment.insert_columns`).
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, BinaryIO, Protocol, Sequence
+from typing import BinaryIO, Sequence
 
 import numpy as np
 
 from msa import __version__
 from msa.io.fasta import LINE_WIDTH, fasta_size, write_fasta
 from msa.io.output import check_space, needing, regular_file
+from msa.io import writers
+from msa.io.writers import Rows
 from msa.params import FORMATS, OutputFormat  # defined with the other choices (the CLI's, without NumPy)
 
-if TYPE_CHECKING:
-    from msa.seqdb import SeqDB
 #: The file extension of each format (the names ``msa align -O`` gives its outputs).
 FORMAT_SUFFIXES: dict[str, str] = {
     "fasta": ".fa", "clustal": ".aln", "stockholm": ".sto", "phylip": ".phy", "phylip-relaxed": ".phy",
@@ -39,26 +39,6 @@ FORMAT_SUFFIXES: dict[str, str] = {
 #: FASTA, read as A3M when its rows differ in width and it has lower-case letters), the FASTA
 #: family read natively, or any other name Biopython's ``Bio.Align.read`` knows.
 NATIVE_IN_FORMATS = ("auto", "fasta", "a2m", "a3m")
-
-
-class Rows(Protocol):
-    """What a writer needs: ``msa.alignment.AlignedRows`` has it. ``place`` puts the residues
-    of a block of records into wrapped rows, so FASTA is written a block at a time; ``fill``
-    lays out whole records (a head, then a row template with the residues in place)."""
-
-    names: list[str]
-    descriptions: list[str]
-    width: int
-    distinct: SeqDB  # the residues, and their columns (the rows' sequences are distinct[index])
-    columns: np.ndarray
-    index: np.ndarray | None
-
-    def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None: ...
-
-    def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
-             template: np.ndarray, width: int, lo: int, hi: int, backend=None) -> None: ...
-
-    def record_columns(self, i: int) -> np.ndarray: ...
 
 
 def write_alignment(
@@ -77,7 +57,6 @@ def write_alignment(
         ValueError: ``fmt`` is not one of FORMATS, or cannot hold the names (check_names).
         OSError: a full disk (ENOSPC, EDQUOT, EFBIG) with ``bytes_needed``, or another write error.
     """
-    from msa.io import writers
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")

@@ -18,14 +18,32 @@ columns, which Biopython dropped.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, BinaryIO, Sequence
+from typing import BinaryIO, Protocol, Sequence
 
 import numpy as np
 
-from msa.seqdb import _ranges
+from msa.seqdb import SeqDB, _ranges
 
-if TYPE_CHECKING:
-    from msa.io.formats import Rows
+
+class Rows(Protocol):
+    """What a writer needs: ``msa.alignment.AlignedRows`` has it. ``place`` puts the residues
+    of a block of records into wrapped rows, so FASTA is written a block at a time; ``fill``
+    lays out whole records (a head, then a row template with the residues in place)."""
+
+    names: list[str]
+    descriptions: list[str]
+    width: int
+    distinct: SeqDB  # the residues, and their columns (the rows' sequences are distinct[index])
+    columns: np.ndarray
+    index: np.ndarray | None
+
+    def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None: ...
+
+    def fill(self, out: np.ndarray, rec_off: np.ndarray, heads: np.ndarray, head_off: np.ndarray,
+             template: np.ndarray, width: int, lo: int, hi: int, backend=None) -> None: ...
+
+    def record_columns(self, i: int) -> np.ndarray: ...
+
 
 _NL, _SPACE, _GAP, _DOT, _STAR = ord("\n"), ord(" "), ord("-"), ord("."), ord("*")
 #: About this many output bytes are laid out at a time.
