@@ -6,6 +6,7 @@ modules early so that they load while the input is read; nothing below imports i
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import threading
 from dataclasses import dataclass
@@ -86,11 +87,13 @@ def input_bytes(path: str) -> int:
 
 def count_sequences(path: str) -> int | None:
     """The records of a plain FASTA file of at most COUNT_MAX_BYTES (lines starting with '>'),
-    else None (stdin, gzipped, larger, unreadable: the model goes by bytes)."""
+    else None (stdin, gzipped, larger, unreadable, not a regular file: the model goes by bytes;
+    a FIFO is never opened here, where a wait for its writer would ignore signals)."""
     if path == "-" or path.endswith(".gz"):
         return None
     try:
-        if os.stat(path).st_size > COUNT_MAX_BYTES:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > COUNT_MAX_BYTES:
             return None
         with open(path, "rb") as fh:
             data = fh.read(COUNT_MAX_BYTES + 1)
