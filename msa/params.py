@@ -44,6 +44,11 @@ PICK_TREES: tuple[PickTree, ...] = get_args(PickTree)
 PARTTREE_SPLITS: tuple[PartTreeSplit, ...] = get_args(PartTreeSplit)
 SEQ_TYPES: tuple[SeqType, ...] = get_args(SeqType)
 NUCLEOTIDE_TYPES = ("dna", "rna")
+#: ``--refine``'s words; any other value is a number of rounds.
+REFINE_MODES = ("auto", "off")
+#: ``--refine auto``: rounds, and the most distinct sequences it refines (docs/accuracy.md).
+REFINE_AUTO_ROUNDS = 50
+REFINE_AUTO_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,9 @@ class AlignParams:
     #: single linkage, which beats UPGMA by about 2 SP points on BaliFam.
     linkage: Linkage = "single"
     keep_duplicates: bool = False
+    #: Iterative refinement after the progressive stage (msa.refine): ``off``, a number of
+    #: rounds, or ``auto`` (REFINE_AUTO_ROUNDS rounds up to REFINE_AUTO_MAX distinct sequences).
+    refine: str = "auto"
     seed: int = 0
     threads: int = 0
     device: Device = "auto"
@@ -177,6 +185,16 @@ class AlignParams:
             raise ValueError(f"unknown distance {self.distance!r}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}")
+        if self.refine not in REFINE_MODES and not (self.refine.isdigit() and self.refine.isascii()):
+            raise ValueError(f"refine must be a number of rounds, {' or '.join(REFINE_MODES)}; got {self.refine!r}")
+
+    def refine_rounds(self, n_distinct: int) -> int:
+        """Rounds of refinement for a family of ``n_distinct`` distinct sequences."""
+        if self.refine == "off":
+            return 0
+        if self.refine == "auto":
+            return REFINE_AUTO_ROUNDS if n_distinct <= REFINE_AUTO_MAX else 0
+        return int(self.refine)
 
     def with_(self, **changes: object) -> "AlignParams":
         return replace(self, **changes)

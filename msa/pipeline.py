@@ -1,4 +1,4 @@
-"""The whole run, stage by stage: dedupe, guide tree, progressive alignment, rows."""
+"""The whole run, stage by stage: dedupe, guide tree, progressive alignment, refinement, rows."""
 from __future__ import annotations
 
 import os
@@ -88,6 +88,7 @@ def align_prepared(
     matrix = load_matrix(params.matrix)
     gaps = gap_costs(params, len(family.db))
     columns, width = progressive_align(family.unique, tree, matrix, gaps, backend)
+    columns, width = refine_stage(family.unique, columns, width, tree, matrix, gaps, backend, params)
     return family.aligned(columns, width)
 
 
@@ -120,10 +121,28 @@ def align_families(
         with current().stage("guide tree"):
             trees = build_guide_trees(uniques, params, backend)
         gaps = [gap_costs(params, len(families[f].db)) for f in members]
-        aligned = progressive_align_many(uniques, trees, load_matrix(params.matrix), gaps, backend)
-        for f, (columns, width) in zip(members, aligned):
+        matrix = load_matrix(params.matrix)
+        aligned = progressive_align_many(uniques, trees, matrix, gaps, backend)
+        for f, g, tree, (columns, width) in zip(members, gaps, trees, aligned):
+            columns, width = refine_stage(families[f].unique, columns, width, tree, matrix, g, backend, params)
             out[f] = families[f].aligned(columns, width)
     return out  # type: ignore[return-value]
+
+
+def refine_stage(
+    db: SeqDB, columns: np.ndarray, width: int, tree: GuideTree, matrix: np.ndarray, gaps, backend: Backend,
+    params: AlignParams,
+) -> tuple[np.ndarray, int]:
+    """The progressive alignment refined (msa.refine) as ``params.refine`` says for ``db``'s size."""
+    rounds = params.refine_rounds(len(db))
+    if rounds == 0:
+        return columns, width
+    from msa.refine import refine
+
+    with current().stage("refining", total=rounds) as advance:
+        columns, width, _ = refine(db, columns, width, tree, matrix, gaps, backend, rounds, seed=params.seed,
+                                   advance=advance)
+    return columns, width
 
 
 def tree_prepared(family: PreparedFamily, backend: Backend | Callable[[], Backend] | None = None) -> GuideTree:

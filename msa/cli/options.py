@@ -13,7 +13,7 @@ from msa.backends import GB
 from msa.io import FORMATS
 from msa.params import (
     AlignParams, DEVICES, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, NUCLEOTIDE_SCHEME,
-    PARTTREE_SPLITS, PROTEIN_SCHEME, SEQ_TYPES, TREE_DISTANCES,
+    PARTTREE_SPLITS, PROTEIN_SCHEME, REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, SEQ_TYPES, TREE_DISTANCES,
 )
 
 
@@ -79,6 +79,14 @@ KeepDupOpt = Annotated[
     bool, typer.Option("--keep-duplicates", help="Align identical sequences separately instead of once.")
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks.")]
+RefineOpt = Annotated[
+    str,
+    typer.Option(
+        "--refine", metavar="N|auto|off",
+        help="Iterative refinement after the progressive alignment: N rounds, off, or auto "
+        f"({REFINE_AUTO_ROUNDS} rounds up to {REFINE_AUTO_MAX} distinct sequences).",
+    ),
+]
 GpuMemoryOpt = Annotated[
     Optional[float],
     typer.Option(

@@ -1,0 +1,46 @@
+"""Refinement on the GPU: ``--refine`` output is byte-identical to the CPU's (random families and
+a BaliFam family), and the library and realignments of one call agree with the CPU's."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msa.backends.cpu import CpuBackend
+from msa.io.fasta import read_fasta
+from msa.params import AlignParams
+from msa.pipeline import align_db
+from msa.seqdb import SeqDB
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "datasets"))
+from simulate import SimParams, simulate  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+BALIFAM = REPO.parent / "shared" / "datasets" / "balifam" / "balifam1000" / "in"
+
+
+def _same(db: SeqDB, params: AlignParams, cuda_backend) -> None:
+    cpu = align_db(db, params, CpuBackend())
+    gpu = align_db(db, params, cuda_backend)
+    assert gpu.names == cpu.names
+    np.testing.assert_array_equal(gpu.rows, cpu.rows)
+
+
+@pytest.mark.parametrize(("n", "length", "seed", "refine"), [(30, 120, 1, "20"), (150, 200, 2, "auto"),
+                                                             (300, 90, 3, "8")])
+def test_random_families(cuda_backend, n, length, seed, refine):
+    fam = simulate(SimParams(n=n, length=length, seed=seed))
+    pairs = [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
+    _same(SeqDB.from_pairs(pairs), AlignParams(quiet=True, refine=refine, seed=seed), cuda_backend)
+
+
+@pytest.mark.skipif(not BALIFAM.is_dir(), reason="BaliFam inputs not found beside the repo")
+def test_balifam_family(cuda_backend):
+    path = BALIFAM / "PF00018.1000"
+    if not path.is_file():
+        pytest.skip(f"{path.name} not in {BALIFAM}")
+    _same(read_fasta(str(path)), AlignParams(quiet=True, refine="auto"), cuda_backend)
