@@ -140,8 +140,8 @@ def refine_stage(
     from msa.refine import refine
 
     with current().stage("refining", total=rounds) as advance:
-        columns, width, _ = refine(db, columns, width, tree, matrix, gaps, backend, rounds, seed=params.seed,
-                                   advance=advance)
+        columns, width, _ = refine(db, columns, width, tree, matrix, gaps, gap_costs(params, 2), backend, rounds,
+                                   seed=params.seed, advance=advance)
     return columns, width
 
 

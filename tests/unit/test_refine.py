@@ -8,14 +8,15 @@ import pytest
 from msa.alignment import check_alignment
 from msa.alphabet import load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.params import AlignParams, gap_costs
+from msa.params import REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, AlignParams, gap_costs
 from msa.pipeline import align_db, prepare_family
 from msa.profile import block_counts, gap_vector
 from msa.progressive import progressive_align
-from msa.refine import Splits, refine, sp_objective
+from msa.refine import Method, consistency, pair_library, partner_pairs, refine, sp_objective, tree_splits
 from msa.seqdb import SeqDB
 from msa.testing import related
 from msa.tree import build_guide_tree
+from msa.tree.guide_tree import GuideTree
 
 LETTERS = "ARNDCQEGHILKMFPSTWYV"
 
@@ -82,10 +83,8 @@ def test_objective_of_many_tables_laid_end_to_end():
 
 
 def test_tree_splits_are_the_rows_under_each_node():
-    from msa.tree.guide_tree import GuideTree
-
     tree = GuideTree(4, [[0, 1], [2, 4], [3, 5]], [1.0, 2.0, 3.0])
-    got = {tuple(np.flatnonzero(m)) for m in Splits.of_tree(tree).masks}
+    got = {tuple(np.flatnonzero(m)) for m in tree_splits(tree)}
     assert got == {(0,), (1,), (2,), (3,), (0, 1)}  # the root's other child (0, 1, 2) splits as (3,)
 
 
@@ -109,44 +108,90 @@ def _objective(db: SeqDB, cols: np.ndarray, width: int, matrix, gaps) -> int:
     return int(sp_objective(table, np.array([0, width]), matrix, gap_vector(gaps))[0])
 
 
+PAIR_GAPS = gap_costs(AlignParams(seq_type="protein"), 2)
+
+
+def _library(db: SeqDB, seed: int, method: Method):
+    """The library refine builds for ``seed`` (the same generator, drawn first)."""
+    pairs = partner_pairs(len(db), method.partners, np.random.default_rng(seed))
+    return pair_library(db.codes, np.asarray(db.offsets), pairs, load_matrix("PFASUM43"), gap_vector(PAIR_GAPS),
+                        CpuBackend())
+
+
+def test_library_is_the_pairwise_alignments():
+    """Each library pair is a pair of residues that the two rows' own alignment puts in one column."""
+    db = _family(2, n=6)
+    pairs = partner_pairs(len(db), 2, np.random.default_rng(0))
+    li, lj = pair_library(db.codes, np.asarray(db.offsets), pairs, load_matrix("PFASUM43"), gap_vector(PAIR_GAPS),
+                          CpuBackend())
+    row = np.repeat(np.arange(len(db)), np.diff(db.offsets))
+    for a, b in pairs[:3]:
+        two = SeqDB.from_pairs([("a", db.sequence(int(a))), ("b", db.sequence(int(b)))])
+        cols, _ = progressive_align(two.encoded("protein"), GuideTree(2, [[0, 1]], [1.0]), load_matrix("PFASUM43"),
+                                    PAIR_GAPS, CpuBackend())
+        la = int(db.offsets[a + 1] - db.offsets[a])
+        want = {(int(i), int(j)) for i in range(la) for j in range(len(cols) - la) if cols[i] == cols[la + j]}
+        sel = (row[li] == a) & (row[lj] == b)
+        got = {(int(i - db.offsets[a]), int(j - db.offsets[b])) for i, j in zip(li[sel], lj[sel])}
+        assert got == want and want
+
+
+@pytest.mark.parametrize("objective", ["consistency", "sp"])
 @pytest.mark.parametrize("source", ["tree", "gaps"])
-@pytest.mark.parametrize("seed", range(4))
-def test_refinement_only_improves(seed, source):
+@pytest.mark.parametrize("seed", range(3))
+def test_refinement_only_improves(seed, source, objective):
     db, tree, matrix, gaps, backend, cols, width = _progressive(_family(seed))
-    before = _objective(db, cols, width, matrix, gaps)
-    out, w, accepted = refine(db, cols, width, tree, matrix, gaps, backend, rounds=6, batch=4, seed=seed,
-                              source=source)
-    after = _objective(db, out, w, matrix, gaps)
+    method = Method(source, objective, batch=4, partners=3)
+    out, w, accepted = refine(db, cols, width, tree, matrix, gaps, PAIR_GAPS, backend, rounds=6, seed=seed,
+                              method=method)
+    if objective == "sp":
+        before, after = _objective(db, cols, width, matrix, gaps), _objective(db, out, w, matrix, gaps)
+    else:
+        library = _library(db, seed, method)
+        before, after = consistency(cols, library), consistency(out, library)
     if accepted:
         assert after > before
     else:
         assert (w, out.tolist()) == (width, cols.tolist())
 
 
-def test_refinement_keeps_a_step_that_improves():
-    """A deliberately bad alignment (every row left-justified) is improved by refinement."""
+@pytest.mark.parametrize("objective", ["consistency", "sp"])
+def test_refinement_keeps_a_step_that_improves(objective):
+    """A deliberately bad alignment (every row left-justified) is improved by refinement (its gap
+    splits are few and as bad, so the tree's, whose leaves realign one row each)."""
     db = _family(3)
     _, tree, matrix, gaps, backend, _, _ = _progressive(db)
     lengths = np.diff(db.offsets)
     cols = np.arange(len(db.codes)) - np.repeat(db.offsets[:-1], lengths)
     width = int(lengths.max())
-    out, w, accepted = refine(db, cols, width, tree, matrix, gaps, backend, rounds=4, batch=4)
+    out, w, accepted = refine(db, cols, width, tree, matrix, gaps, PAIR_GAPS, backend, rounds=4,
+                              method=Method("tree", objective, batch=4))
     assert accepted > 0
     assert _objective(db, out, w, matrix, gaps) > _objective(db, cols, width, matrix, gaps)
 
 
 def test_refinement_is_deterministic_for_a_seed():
     db, tree, matrix, gaps, backend, cols, width = _progressive(_family(11, n=16))
-    runs = [refine(db, cols, width, tree, matrix, gaps, backend, rounds=5, batch=3, seed=s, source="gaps")
-            for s in (1, 1, 2)]
+    runs = [refine(db, cols, width, tree, matrix, gaps, PAIR_GAPS, backend, rounds=5, seed=s,
+                   method=Method(batch=3, partners=3)) for s in (1, 1, 2)]
     assert runs[0][0].tolist() == runs[1][0].tolist() and runs[0][1:] == runs[1][1:]
+    assert runs[0][2] > 0
 
 
 @pytest.mark.parametrize("refine_opt", ["4", "auto"])
 def test_invariants_with_refinement_on(refine_opt):
     db = _family(5, n=14)
     pairs = [(n, db.sequence(i)) for i, n in enumerate(db.names)]
-    dup = SeqDB.from_pairs([(n, s) for n, s in pairs] + [("copy", pairs[0][1])])
+    dup = SeqDB.from_pairs(pairs + [("copy", pairs[0][1])])
     aligned = align_db(dup, AlignParams(seq_type="protein", threads=1, refine=refine_opt), CpuBackend())
     check_alignment([(n, dup.sequence(i)) for i, n in enumerate(dup.names)], aligned.names, aligned.rows)
     assert aligned.row(len(pairs)) == aligned.row(0)
+
+
+def test_refine_option():
+    assert AlignParams(refine="off").refine_rounds(10) == 0
+    assert AlignParams(refine="7").refine_rounds(10**6) == 7
+    assert AlignParams().refine_rounds(REFINE_AUTO_MAX) == REFINE_AUTO_ROUNDS
+    assert AlignParams().refine_rounds(REFINE_AUTO_MAX + 1) == 0
+    with pytest.raises(ValueError, match="refine must be"):
+        AlignParams(refine="-3")
