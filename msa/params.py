@@ -46,9 +46,12 @@ SEQ_TYPES: tuple[SeqType, ...] = get_args(SeqType)
 NUCLEOTIDE_TYPES = ("dna", "rna")
 #: ``--refine``'s words; any other value is a number of rounds.
 REFINE_MODES = ("auto", "off")
-#: ``--refine auto``: rounds, and the most distinct sequences it refines (docs/accuracy.md).
-REFINE_AUTO_ROUNDS = 50
-REFINE_AUTO_MAX = 1000
+#: ``--refine auto`` refines families of at most REFINE_AUTO_MAX distinct sequences with
+#: REFINE_AUTO_ROUNDS rounds. 0: nowhere yet; on balifam100 refinement gained 0.5 SP / 0.7 TC
+#: points for 7x the alignment's time and cost four families over 2 SP points, on three
+#: balifam1000 families it gained nothing (docs/accuracy.md).
+REFINE_AUTO_ROUNDS = 100
+REFINE_AUTO_MAX = 0
 
 
 @dataclass(frozen=True)

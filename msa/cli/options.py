@@ -83,8 +83,10 @@ RefineOpt = Annotated[
     str,
     typer.Option(
         "--refine", metavar="N|auto|off",
-        help="Iterative refinement after the progressive alignment: N rounds, off, or auto "
-        f"({REFINE_AUTO_ROUNDS} rounds up to {REFINE_AUTO_MAX} distinct sequences).",
+        help="Iterative refinement after the progressive alignment (realign two halves of the rows, keep "
+        "what agrees better with pairwise alignments): N rounds, off, or auto "
+        + (f"({REFINE_AUTO_ROUNDS} rounds up to {REFINE_AUTO_MAX} distinct sequences)." if REFINE_AUTO_MAX
+           else "(off: it has not paid for its time yet)."),
     ),
 ]
 GpuMemoryOpt = Annotated[

@@ -8,6 +8,7 @@ import pytest
 from msa.alignment import check_alignment
 from msa.alphabet import load_matrix
 from msa.backends.cpu import CpuBackend
+from msa.io.fasta import read_aligned_fasta
 from msa.params import REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, AlignParams, gap_costs
 from msa.pipeline import align_db, prepare_family
 from msa.profile import block_counts, gap_vector
@@ -178,7 +179,7 @@ def test_refinement_is_deterministic_for_a_seed():
     assert runs[0][2] > 0
 
 
-@pytest.mark.parametrize("refine_opt", ["4", "auto"])
+@pytest.mark.parametrize("refine_opt", ["4", "12"])
 def test_invariants_with_refinement_on(refine_opt):
     db = _family(5, n=14)
     pairs = [(n, db.sequence(i)) for i, n in enumerate(db.names)]
@@ -191,7 +192,21 @@ def test_invariants_with_refinement_on(refine_opt):
 def test_refine_option():
     assert AlignParams(refine="off").refine_rounds(10) == 0
     assert AlignParams(refine="7").refine_rounds(10**6) == 7
-    assert AlignParams().refine_rounds(REFINE_AUTO_MAX) == REFINE_AUTO_ROUNDS
     assert AlignParams().refine_rounds(REFINE_AUTO_MAX + 1) == 0
+    assert AlignParams().refine_rounds(max(REFINE_AUTO_MAX, 3)) == (REFINE_AUTO_ROUNDS if REFINE_AUTO_MAX >= 3 else 0)
     with pytest.raises(ValueError, match="refine must be"):
         AlignParams(refine="-3")
+
+
+def test_refine_flag(run_msa, tmp_path):
+    """``--refine N`` aligns (the invariants hold); a bad value is one line and no output."""
+    db = _family(8, n=10)
+    pairs = [(n, db.sequence(i)) for i, n in enumerate(db.names)]
+    (tmp_path / "in.fa").write_bytes(b"".join(b">%s\n%s\n" % (n.encode(), s) for n, s in pairs))
+    ok = run_msa("align", "in.fa", "-o", "out.fa", "--refine", "6", "-q", "--device", "cpu", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr.decode()
+    rows = read_aligned_fasta(tmp_path / "out.fa")
+    check_alignment(pairs, list(rows), list(rows.values()))
+    bad = run_msa("align", "in.fa", "-o", "bad.fa", "--refine", "many", "--device", "cpu", cwd=tmp_path)
+    assert bad.returncode != 0 and not (tmp_path / "bad.fa").exists()
+    assert bad.stderr.decode().strip().splitlines() == ["msa: error: refine must be a number of rounds, auto or off; got 'many'"]
