@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,7 +29,9 @@ from msa.alphabet import N_CODES
 from msa.params import GapCosts
 from msa.profile import GO, TGE, AlignBatch, block_counts, gap_vector, sequence_counts
 from msa.seqdb import SeqDB, _ranges
-from msa.tree.guide_tree import GuideTree
+
+if TYPE_CHECKING:
+    from msa.tree.guide_tree import GuideTree
 
 #: Residues of the pairwise alignments sent to the backend in one call (their one-hot tables,
 #: 112 bytes a residue, bound the memory).
