@@ -20,14 +20,15 @@ from simulate import SimParams, simulate  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
-BALIFAM = REPO.parent / "shared" / "datasets" / "balifam" / "balifam1000" / "in"
-
 
 def _same(db: SeqDB, params: AlignParams, cuda_backend) -> None:
+    """The GPU's rows are the CPU's, and refinement changed them (the test tests something)."""
     cpu = align_db(db, params, CpuBackend())
     gpu = align_db(db, params, cuda_backend)
     assert gpu.names == cpu.names
     np.testing.assert_array_equal(gpu.rows, cpu.rows)
+    off = align_db(db, params.with_(refine="off"), CpuBackend())
+    assert off.rows.shape != cpu.rows.shape or (off.rows != cpu.rows).any()
 
 
 @pytest.mark.parametrize(("n", "length", "seed", "refine"), [(30, 120, 1, "20"), (150, 200, 2, "40"),
@@ -38,9 +39,8 @@ def test_random_families(cuda_backend, n, length, seed, refine):
     _same(SeqDB.from_pairs(pairs), AlignParams(quiet=True, refine=refine, seed=seed), cuda_backend)
 
 
-@pytest.mark.skipif(not BALIFAM.is_dir(), reason="BaliFam inputs not found beside the repo")
-def test_balifam_family(cuda_backend):
-    path = BALIFAM / "PF00018.1000"
+def test_balifam_family(cuda_backend, shared_dir):
+    path = shared_dir / "datasets" / "balifam" / "balifam1000" / "in" / "PF00018.1000"
     if not path.is_file():
-        pytest.skip(f"{path.name} not in {BALIFAM}")
+        pytest.skip(f"{path} is absent")
     _same(read_fasta(str(path)), AlignParams(quiet=True, refine="10"), cuda_backend)
