@@ -2,7 +2,8 @@
 variant, per-family SP/TC against the reference and the refinement's time (docs/accuracy.md).
 
 Each family is aligned once (guide tree, progressive, on the CPU backend); every variant refines
-that same alignment. A variant is ``source:rounds:batch:objective:partners`` (msa.refine.Method).
+that same alignment. A variant is ``source:rounds:batch:objective:partners[:library]``
+(msa.refine.Method; library ``neighbours``, the default, or ``random``).
 
 Example:
     python benchmarks/refine.py data/balifam/balifam100 \
@@ -39,7 +40,7 @@ def main() -> None:
     a = ap.parse_args()
     ids = sorted(p.name for p in (a.sets / "ref").iterdir())[a.start : a.stop : a.step]
     backend, params = CpuBackend(), AlignParams(threads=1, quiet=True)
-    variants = {v: v.split(":") for v in a.variants.split(",")}
+    variants = {v: (v.split(":") + ["neighbours"])[:6] for v in a.variants.split(",")}
     scores: dict[str, list[tuple[float, float]]] = {"off": [], **{v: [] for v in variants}}
     seconds = dict.fromkeys(scores, 0.0)
     for case in ids:
@@ -60,10 +61,10 @@ def main() -> None:
 
         scores["off"].append(score(cols, width))
         line = [f"{case} n={len(family.unique)} off {scores['off'][-1][0]:.3f}/{scores['off'][-1][1]:.3f}"]
-        for name, (source, rounds, batch, objective, partners) in variants.items():
+        for name, (source, rounds, batch, objective, partners, library) in variants.items():
             start = time.perf_counter()
             out, w, accepted = refine(family.unique, cols, width, tree, matrix, gaps, gap_costs(p, 2), backend,
-                                      int(rounds), method=Method(source, objective, int(batch), int(partners)))
+                                      int(rounds), method=Method(source, objective, int(batch), int(partners), library))
             seconds[name] += time.perf_counter() - start
             scores[name].append(score(out, w))
             line.append(f"{name} {scores[name][-1][0]:.3f}/{scores[name][-1][1]:.3f} ({accepted} steps)")

@@ -47,11 +47,11 @@ NUCLEOTIDE_TYPES = ("dna", "rna")
 #: ``--refine``'s words; any other value is a number of rounds.
 REFINE_MODES = ("auto", "off")
 #: ``--refine auto`` refines families of at most REFINE_AUTO_MAX distinct sequences with
-#: REFINE_AUTO_ROUNDS rounds. 0: nowhere yet; on balifam100 refinement gained 0.5 SP / 0.7 TC
-#: points for 7x the alignment's time and cost four families over 2 SP points, on three
-#: balifam1000 families it gained nothing (docs/accuracy.md).
+#: REFINE_AUTO_ROUNDS rounds: on balifam100 (99-242) it gained 0.7 SP / 1.6 TC points for ~3.5x
+#: the alignment's CPU time, on balifam1000 families (745-1141) 0.2 / 0.2 for ~5x
+#: (docs/accuracy.md).
 REFINE_AUTO_ROUNDS = 100
-REFINE_AUTO_MAX = 0
+REFINE_AUTO_MAX = 250
 
 
 @dataclass(frozen=True)

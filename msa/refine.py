@@ -11,9 +11,10 @@ so both backends give the same bytes.
 Two objectives (docs/accuracy.md has the numbers that chose the default):
 
 * ``consistency``: how many residue pairs of a library the alignment puts in one column. The
-  library is the pairwise alignments of each row with ``partners`` random others (unrescaled
-  gap costs, each pair a merge of two one-sequence profiles, so the backend aligns them all in a
-  few calls), the evidence that T-Coffee's and MAFFT's consistency objectives weigh.
+  library is the pairwise alignments of each row with its ``partners`` nearest rows in the guide
+  tree's leaf order (or random ones), with unrescaled gap costs, each pair a merge of two
+  one-sequence profiles, so the backend aligns them all in a few calls: the evidence that
+  T-Coffee's and MAFFT's consistency objectives weigh.
 * ``sp``: the sum of pairs in FAMSA's column-wise form (:func:`sp_objective`, the score its
   profile DP adds up), FAMSA's own acceptance test.
 """
@@ -41,12 +42,14 @@ LIBRARY_CHUNK = 1 << 20
 @dataclass(frozen=True)
 class Method:
     """How to refine: where splits come from (``gaps`` or ``tree``), what decides (``consistency``
-    or ``sp``), candidates per backend call, library partners of each row."""
+    or ``sp``), candidates per backend call, how many library partners each row has and which
+    (``neighbours`` in the guide tree's leaf order, or ``random``)."""
 
     source: str = "gaps"
     objective: str = "consistency"
     batch: int = 16
     partners: int = 8
+    library: str = "neighbours"
 
 
 def refine(
@@ -68,37 +71,138 @@ def refine(
     the library with ``pair_gaps`` (two sequences'); returns ``(columns, width, accepted steps)``.
     Stops early once every split has been tried since the last accepted step.
     """
-    n = len(db)
-    if n < 3 or rounds <= 0:
-        return columns, width, 0
-    codes, offsets = db.codes, np.asarray(db.offsets, dtype=np.int64)
-    row_of = np.repeat(np.arange(n), np.diff(offsets))
+    return refine_many([db], [columns], [width], [tree], matrix, [gaps], pair_gaps, backend, rounds, seed, method,
+                       advance)[0]
+
+
+def refine_many(
+    dbs: list[SeqDB],
+    columns: list[np.ndarray],
+    widths: list[int],
+    trees: list[GuideTree | None],
+    matrix: np.ndarray,
+    gaps: list[GapCosts],
+    pair_gaps: GapCosts,
+    backend,
+    rounds: int,
+    seed: int = 0,
+    method: Method = Method(),
+    advance: Callable[[int], None] | None = None,
+) -> list[tuple[np.ndarray, int, int]]:
+    """:func:`refine` of many families in shared backend calls: one library for all, and each
+    round every family's candidates in one ``profile_align`` (each merge with its family's gap
+    costs), so each family gets what :func:`refine` gives it alone."""
     m = np.ascontiguousarray(matrix, dtype=np.int64)
-    g = gap_vector(gaps)
-    cols = np.asarray(columns, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    library = None
-    if method.objective == "consistency":
-        library = pair_library(codes, offsets, partner_pairs(n, method.partners, rng), m, gap_vector(pair_gaps),
-                               backend)
-    best = _score(codes, offsets, [cols], [width], m, g, library)[0]
-    tree_masks = tree_splits(tree) if method.source == "tree" and tree is not None else None
-    tried: set[bytes] = set()
-    accepted = 0
+    out = [(np.asarray(c, dtype=np.int64), int(w), 0) for c, w in zip(columns, widths)]
+    states = [_Family(db, out[f][0], out[f][1], tree, gap_vector(g), seed, method)
+              for f, (db, tree, g) in enumerate(zip(dbs, trees, gaps)) if len(db) >= 3 and rounds > 0]
+    index = [f for f, db in enumerate(dbs) if len(db) >= 3 and rounds > 0]
+    if method.objective == "consistency" and states:
+        _libraries(states, m, gap_vector(pair_gaps), backend)
+    for state in states:
+        state.best = state.score([state.cols], [state.width], m)[0]
     for _ in range(rounds):
+        proposals = [(state, state.candidates()) for state in states if not state.done]
+        proposals = [(state, masks) for state, masks in proposals if len(masks)]
+        if not proposals:
+            break
         if advance is not None:
             advance(1)
-        masks = _candidates(tree_masks, cols, width, row_of, n, rng, method.batch, tried)
-        if len(masks) == 0:
-            break
-        new_cols, new_widths = _realign(codes, offsets, row_of, cols, masks, m, g, backend)
-        scores = _score(codes, offsets, new_cols, new_widths, m, g, library)
+        parts = [state.sides(masks) for state, masks in proposals]
+        n_merges = [len(masks) for _, masks in proposals]
+        widths_all = np.concatenate([p[1] for p in parts])
+        col_off = np.concatenate(([0], np.cumsum(widths_all))).astype(np.int64)
+        result = backend.profile_align(AlignBatch(
+            np.concatenate([t for p in parts for t in p[0]]), col_off, np.concatenate([p[2] for p in parts]), m,
+            np.repeat(np.stack([state.gaps for state, _ in proposals]), n_merges, axis=0), parents=False,
+        ))
+        maps = backend.to_host(result.maps).astype(np.int64)
+        parent_widths = np.diff(np.asarray(backend.to_host(result.col_offsets), dtype=np.int64))
+        merge = 0
+        for (state, _), (_, _, _, sides), k in zip(proposals, parts, n_merges):
+            new_cols = []
+            for j in range(k):
+                new = np.empty_like(state.cols)
+                for s in (2 * (merge + j), 2 * (merge + j) + 1):
+                    res, rank = sides[s - 2 * merge]
+                    new[res] = maps[col_off[s] : col_off[s + 1]][rank]
+                new_cols.append(new)
+            state.take(new_cols, parent_widths[merge : merge + k].tolist(), m)
+            merge += k
+    for f, state in zip(index, states):
+        out[f] = (state.cols, state.width, state.accepted)
+    return out
+
+
+class _Family:
+    """One family's refinement: its rows, current alignment and objective, the splits tried."""
+
+    def __init__(self, db: SeqDB, cols: np.ndarray, width: int, tree, gaps: np.ndarray, seed: int,
+                 method: Method) -> None:
+        self.codes, self.offsets = db.codes, np.asarray(db.offsets, dtype=np.int64)
+        self.n = len(db)
+        self.row_of = np.repeat(np.arange(self.n), np.diff(self.offsets))
+        self.cols, self.width, self.tree, self.gaps, self.method = cols, width, tree, gaps, method
+        self.rng = np.random.default_rng(seed)
+        self.library: tuple[np.ndarray, np.ndarray] | None = None
+        self.tree_masks = tree_splits(tree) if method.source == "tree" and tree is not None else None
+        self.tried: set[bytes] = set()
+        self.best, self.accepted, self.done = 0, 0, False
+
+    def partners(self) -> np.ndarray:
+        """The pairs of rows whose pairwise alignments make the library."""
+        if self.method.library == "neighbours" and self.tree is not None:
+            return neighbour_pairs(self.tree.leaf_order(), self.method.partners)
+        return partner_pairs(self.n, self.method.partners, self.rng)
+
+    def score(self, cols_list: list[np.ndarray], widths: list[int], matrix: np.ndarray) -> np.ndarray:
+        return _score(self.codes, self.offsets, cols_list, widths, matrix, self.gaps, self.library)
+
+    def candidates(self) -> np.ndarray:
+        masks = _candidates(self.tree_masks, self.cols, self.width, self.row_of, self.n, self.rng, self.method.batch,
+                            self.tried)
+        self.done = len(masks) == 0
+        return masks
+
+    def sides(self, masks: np.ndarray):
+        """Both sides' tables of every split (their all-gap columns dropped), their widths and
+        sequence counts, and where each side's residues are and their columns in its table."""
+        lengths = np.diff(self.offsets)
+        tables, widths, n_seqs, sides = [], [], [], []
+        for mask in masks:
+            for side in (mask, ~mask):
+                res = side[self.row_of]
+                used = np.zeros(self.width, dtype=bool)
+                used[self.cols[res]] = True
+                rank = (np.cumsum(used) - 1)[self.cols[res]]
+                tables.append(block_counts(self.codes[res], np.concatenate(([0], np.cumsum(lengths[side]))), rank,
+                                           int(used.sum())))
+                widths.append(int(used.sum()))
+                n_seqs.append(int(side.sum()))
+                sides.append((res, rank))
+        return tables, np.asarray(widths, dtype=np.int64), np.asarray(n_seqs, dtype=np.int64), sides
+
+    def take(self, new_cols: list[np.ndarray], new_widths: list[int], matrix: np.ndarray) -> None:
+        """Keep the best realignment if it raises the objective."""
+        scores = self.score(new_cols, new_widths, matrix)
         k = int(np.argmax(scores))
-        if scores[k] > best:
-            cols, width, best = new_cols[k], new_widths[k], scores[k]
-            accepted += 1
-            tried.clear()
-    return cols, width, accepted
+        if scores[k] > self.best:
+            self.cols, self.width, self.best = new_cols[k], new_widths[k], scores[k]
+            self.accepted += 1
+            self.tried.clear()
+
+
+def _libraries(states: list[_Family], matrix: np.ndarray, gaps: np.ndarray, backend) -> None:
+    """Every family's library from one set of pairwise alignments (rows laid end to end)."""
+    rows = np.concatenate(([0], np.cumsum([s.n for s in states])))
+    res = np.concatenate(([0], np.cumsum([len(s.codes) for s in states])))
+    pairs = np.concatenate([s.partners() + r for s, r in zip(states, rows[:-1])])
+    offsets = np.concatenate([s.offsets[:-1] + r for s, r in zip(states, res[:-1])] + [res[-1:]])
+    li, lj = pair_library(np.concatenate([s.codes for s in states]), offsets, pairs, matrix, gaps, backend)
+    family = np.searchsorted(res, li, side="right") - 1
+    for f, state in enumerate(states):
+        sel = family == f
+        state.library = (li[sel] - res[f], lj[sel] - res[f])
 
 
 def sp_objective(counts: np.ndarray, col_offsets: np.ndarray, matrix: np.ndarray, gaps: np.ndarray) -> np.ndarray:
@@ -141,6 +245,13 @@ def tree_splits(tree: GuideTree) -> np.ndarray:
     ranks = np.arange(n)
     in_node = (ranks[None, :] >= lo[nodes, None]) & (ranks[None, :] < hi[nodes, None])
     return in_node[:, pos]
+
+
+def neighbour_pairs(order: np.ndarray, k: int) -> np.ndarray:
+    """Each row with the ``k`` rows nearest it in ``order`` (the guide tree's leaf order, where
+    neighbours are close relatives), ``k // 2`` on each side, as distinct pairs ``(a, b)``, ``a < b``."""
+    pairs = [np.stack((order[:-d], order[d:]), axis=1) for d in range(1, min(k // 2, len(order) - 1) + 1)]
+    return np.unique(np.sort(np.concatenate(pairs), axis=1), axis=0)
 
 
 def partner_pairs(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -219,38 +330,3 @@ def _candidates(
                 break
     tried.update(seen)
     return pool[np.asarray(out, dtype=np.int64)]
-
-
-def _realign(
-    codes: np.ndarray, offsets: np.ndarray, row_of: np.ndarray, cols: np.ndarray, masks: np.ndarray,
-    matrix: np.ndarray, gaps: np.ndarray, backend,
-) -> tuple[list[np.ndarray], list[int]]:
-    """Every split of ``masks`` realigned, in one ``profile_align`` call: each one's new columns
-    and width. A side's profile is its rows' table without its all-gap columns."""
-    lengths = np.diff(offsets)
-    tables, widths, n_seqs, sides = [], [], [], []
-    for mask in masks:
-        for side in (mask, ~mask):
-            res = side[row_of]
-            used = np.zeros(int(cols.max()) + 1, dtype=bool)
-            used[cols[res]] = True
-            rank = (np.cumsum(used) - 1)[cols[res]]
-            tables.append(block_counts(codes[res], np.concatenate(([0], np.cumsum(lengths[side]))), rank,
-                                       int(used.sum())))
-            widths.append(int(used.sum()))
-            n_seqs.append(int(side.sum()))
-            sides.append((res, rank))
-    col_off = np.concatenate(([0], np.cumsum(widths))).astype(np.int64)
-    result = backend.profile_align(AlignBatch(
-        np.concatenate(tables), col_off, np.asarray(n_seqs, dtype=np.int64), matrix, gaps, parents=False,
-    ))
-    maps = backend.to_host(result.maps).astype(np.int64)
-    new_widths = np.diff(np.asarray(backend.to_host(result.col_offsets), dtype=np.int64)).tolist()
-    out = []
-    for k in range(len(masks)):
-        new = np.empty_like(cols)
-        for s in (2 * k, 2 * k + 1):
-            res, rank = sides[s]
-            new[res] = maps[col_off[s] : col_off[s + 1]][rank]
-        out.append(new)
-    return out, new_widths

@@ -85,8 +85,7 @@ RefineOpt = Annotated[
         "--refine", metavar="N|auto|off",
         help="Iterative refinement after the progressive alignment (realign two halves of the rows, keep "
         "what agrees better with pairwise alignments): N rounds, off, or auto "
-        + (f"({REFINE_AUTO_ROUNDS} rounds up to {REFINE_AUTO_MAX} distinct sequences)." if REFINE_AUTO_MAX
-           else "(off: it has not paid for its time yet)."),
+        + f"({REFINE_AUTO_ROUNDS} rounds up to {REFINE_AUTO_MAX} distinct sequences, where it pays).",
     ),
 ]
 GpuMemoryOpt = Annotated[

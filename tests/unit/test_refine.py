@@ -13,7 +13,9 @@ from msa.params import REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, AlignParams, gap_cos
 from msa.pipeline import align_db, prepare_family
 from msa.profile import block_counts, gap_vector
 from msa.progressive import progressive_align
-from msa.refine import Method, consistency, pair_library, partner_pairs, refine, sp_objective, tree_splits
+from msa.refine import (
+    Method, consistency, neighbour_pairs, pair_library, partner_pairs, refine, sp_objective, tree_splits,
+)
 from msa.seqdb import SeqDB
 from msa.testing import related
 from msa.tree import build_guide_tree
@@ -83,6 +85,12 @@ def test_objective_of_many_tables_laid_end_to_end():
     assert sp_objective(np.concatenate(tables), np.array(off), matrix, gaps).tolist() == want
 
 
+def test_neighbour_pairs():
+    order = np.array([3, 0, 4, 1, 2])
+    assert neighbour_pairs(order, 4).tolist() == [[0, 1], [0, 3], [0, 4], [1, 2], [1, 4], [2, 4], [3, 4]]
+    assert neighbour_pairs(order[:2], 8).tolist() == [[0, 3]]
+
+
 def test_tree_splits_are_the_rows_under_each_node():
     tree = GuideTree(4, [[0, 1], [2, 4], [3, 5]], [1.0, 2.0, 3.0])
     got = {tuple(np.flatnonzero(m)) for m in tree_splits(tree)}
@@ -112,9 +120,12 @@ def _objective(db: SeqDB, cols: np.ndarray, width: int, matrix, gaps) -> int:
 PAIR_GAPS = gap_costs(AlignParams(seq_type="protein"), 2)
 
 
-def _library(db: SeqDB, seed: int, method: Method):
-    """The library refine builds for ``seed`` (the same generator, drawn first)."""
-    pairs = partner_pairs(len(db), method.partners, np.random.default_rng(seed))
+def _library(db: SeqDB, tree, seed: int, method: Method):
+    """The library refine builds (random partners: the same generator, drawn first)."""
+    if method.library == "neighbours":
+        pairs = neighbour_pairs(tree.leaf_order(), method.partners)
+    else:
+        pairs = partner_pairs(len(db), method.partners, np.random.default_rng(seed))
     return pair_library(db.codes, np.asarray(db.offsets), pairs, load_matrix("PFASUM43"), gap_vector(PAIR_GAPS),
                         CpuBackend())
 
@@ -137,18 +148,19 @@ def test_library_is_the_pairwise_alignments():
         assert got == want and want
 
 
-@pytest.mark.parametrize("objective", ["consistency", "sp"])
+@pytest.mark.parametrize("objective", ["consistency", "random", "sp"])
 @pytest.mark.parametrize("source", ["tree", "gaps"])
 @pytest.mark.parametrize("seed", range(3))
 def test_refinement_only_improves(seed, source, objective):
     db, tree, matrix, gaps, backend, cols, width = _progressive(_family(seed))
-    method = Method(source, objective, batch=4, partners=3)
+    method = Method(source, "sp" if objective == "sp" else "consistency", batch=4, partners=4,
+                    library="random" if objective == "random" else "neighbours")
     out, w, accepted = refine(db, cols, width, tree, matrix, gaps, PAIR_GAPS, backend, rounds=6, seed=seed,
                               method=method)
     if objective == "sp":
         before, after = _objective(db, cols, width, matrix, gaps), _objective(db, out, w, matrix, gaps)
     else:
-        library = _library(db, seed, method)
+        library = _library(db, tree, seed, method)
         before, after = consistency(cols, library), consistency(out, library)
     if accepted:
         assert after > before
@@ -174,7 +186,7 @@ def test_refinement_keeps_a_step_that_improves(objective):
 def test_refinement_is_deterministic_for_a_seed():
     db, tree, matrix, gaps, backend, cols, width = _progressive(_family(11, n=16))
     runs = [refine(db, cols, width, tree, matrix, gaps, PAIR_GAPS, backend, rounds=5, seed=s,
-                   method=Method(batch=3, partners=3)) for s in (1, 1, 2)]
+                   method=Method(batch=3, partners=3, library="random")) for s in (1, 1, 2)]
     assert runs[0][0].tolist() == runs[1][0].tolist() and runs[0][1:] == runs[1][1:]
     assert runs[0][2] > 0
 
@@ -210,3 +222,26 @@ def test_refine_flag(run_msa, tmp_path):
     bad = run_msa("align", "in.fa", "-o", "bad.fa", "--refine", "many", "--device", "cpu", cwd=tmp_path)
     assert bad.returncode != 0 and not (tmp_path / "bad.fa").exists()
     assert bad.stderr.decode().strip().splitlines() == ["msa: error: refine must be a number of rounds, auto or off; got 'many'"]
+
+
+def test_families_refined_together_are_refined_alone():
+    """refine_many: one library and one profile_align a round for all families (each merge with
+    its family's gap costs), each family's result the one refine gives it alone."""
+    from msa.refine import refine_many
+
+    runs = [_progressive(_family(s, n=n)) for s, n in ((21, 9), (22, 14), (23, 2), (24, 11))]
+    calls = []
+
+    class Counting(CpuBackend):
+        def profile_align(self, batch):
+            calls.append(batch.n_merges)
+            return super().profile_align(batch)
+
+    together = refine_many([r[0] for r in runs], [r[5] for r in runs], [r[6] for r in runs], [r[1] for r in runs],
+                           runs[0][2], [r[3] for r in runs], PAIR_GAPS, Counting(), 5, method=Method(batch=3))
+    shared = len(calls)
+    alone = [refine(db, cols, width, tree, matrix, gaps, PAIR_GAPS, Counting(), 5, method=Method(batch=3))
+             for db, tree, matrix, gaps, _, cols, width in runs]
+    assert [(c.tolist(), w, a) for c, w, a in together] == [(c.tolist(), w, a) for c, w, a in alone]
+    assert sum(a for _, _, a in together) > 0
+    assert shared <= 6 < len(calls) - shared
