@@ -47,10 +47,10 @@ NUCLEOTIDE_TYPES = ("dna", "rna")
 #: ``--refine``'s words; any other value is a number of rounds.
 REFINE_MODES = ("auto", "off")
 #: ``--refine auto`` refines families of at most REFINE_AUTO_MAX distinct sequences with
-#: REFINE_AUTO_ROUNDS rounds: on balifam100 (99-242) it gained 0.7 SP / 1.6 TC points for ~3.5x
-#: the alignment's CPU time, on balifam1000 families (745-1141) 0.1 / 0.2 for ~5x
-#: (docs/accuracy.md).
-REFINE_AUTO_ROUNDS = 100
+#: REFINE_AUTO_ROUNDS rounds: on balifam100 (99-242) 20 rounds of 8 candidates gained 0.6 SP /
+#: 1.3 TC points for ~6x the alignment's CPU time (100 rounds of 16: 0.7 / 1.6 for ~38x); on
+#: balifam1000 families (745-1141) 0.1 / 0.2 for ~5x (docs/accuracy.md).
+REFINE_AUTO_ROUNDS = 20
 REFINE_AUTO_MAX = 250
 
 

@@ -47,7 +47,7 @@ class Method:
 
     source: str = "gaps"
     objective: str = "consistency"
-    batch: int = 16
+    batch: int = 8
     partners: int = 8
     library: str = "neighbours"
 
