@@ -1,4 +1,4 @@
-"""The whole run, stage by stage: dedupe, guide tree, progressive alignment, rows."""
+"""The whole run, stage by stage: dedupe, guide tree, progressive alignment, refinement, rows."""
 from __future__ import annotations
 
 import os
@@ -95,7 +95,8 @@ def align_prepared(
 
     matrix = load_matrix(params.matrix)
     gaps = gap_costs(params, len(family.db))
-    columns, width = progressive_align(family.unique, tree, matrix, gaps, backend)
+    aligned = [progressive_align(family.unique, tree, matrix, gaps, backend)]
+    [(columns, width)] = refine_stage([family.unique], aligned, [tree], matrix, [gaps], backend, params)
     return family.aligned(columns, width)
 
 
@@ -128,10 +129,36 @@ def align_families(
         with current().stage("guide tree"):
             trees = build_guide_trees(uniques, params, backend)
         gaps = [gap_costs(params, len(families[f].db)) for f in members]
-        aligned = progressive_align_many(uniques, trees, load_matrix(params.matrix), gaps, backend)
+        matrix = load_matrix(params.matrix)
+        aligned = progressive_align_many(uniques, trees, matrix, gaps, backend)
+        aligned = refine_stage(uniques, aligned, trees, matrix, gaps, backend, params)
         for f, (columns, width) in zip(members, aligned):
             out[f] = families[f].aligned(columns, width)
     return out  # type: ignore[return-value]
+
+
+def refine_stage(
+    dbs: list[SeqDB], aligned: list[tuple[np.ndarray, int]], trees: list[GuideTree], matrix: np.ndarray,
+    gaps: list, backend: Backend, params: AlignParams,
+) -> list[tuple[np.ndarray, int]]:
+    """The progressive alignments ``(columns, width)`` refined (msa.refine) as ``params.refine``
+    says for each family's size, the families in shared backend calls."""
+    rounds = [params.refine_rounds(len(db)) for db in dbs]
+    todo = [f for f, r in enumerate(rounds) if r > 0]
+    if not todo:
+        return aligned
+    from msa.refine import refine_many
+
+    out = list(aligned)
+    for r in sorted({rounds[f] for f in todo}):  # one group per round count (one with auto)
+        group = [f for f in todo if rounds[f] == r]
+        with current().stage("refining", total=r) as advance:
+            done = refine_many([dbs[f] for f in group], [aligned[f][0] for f in group], [aligned[f][1] for f in group],
+                               [trees[f] for f in group], matrix, [gaps[f] for f in group], gap_costs(params, 2),
+                               backend, r, seed=params.seed, advance=advance)
+        for f, (columns, width, _) in zip(group, done):
+            out[f] = (columns, width)
+    return out
 
 
 def tree_prepared(family: PreparedFamily, backend: Backend | Callable[[], Backend] | None = None) -> GuideTree:

@@ -12,7 +12,7 @@ import typer
 from msa.backends import GB
 from msa.params import (
     AlignParams, DEVICES, FORMATS, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, NUCLEOTIDE_SCHEME,
-    PARTTREE_SPLITS, PROTEIN_SCHEME, SEQ_TYPES, TREE_DISTANCES,
+    PARTTREE_SPLITS, PROTEIN_SCHEME, REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, SEQ_TYPES, TREE_DISTANCES,
 )
 
 
@@ -78,6 +78,15 @@ KeepDupOpt = Annotated[
     bool, typer.Option("--keep-duplicates", help="Align identical sequences separately instead of once.")
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks.")]
+RefineOpt = Annotated[
+    str,
+    typer.Option(
+        "--refine", metavar="N|auto|off",
+        help="Iterative refinement after the progressive alignment (realign two halves of the rows, keep "
+        "what agrees better with pairwise alignments): N rounds, off, or auto "
+        + f"({REFINE_AUTO_ROUNDS} rounds up to {REFINE_AUTO_MAX} distinct sequences, where it pays).",
+    ),
+]
 GpuMemoryOpt = Annotated[
     Optional[float],
     typer.Option(

@@ -1,0 +1,332 @@
+"""Iterative refinement: split the rows in two, realign the two halves, keep what scores better.
+
+Restricted partitioning, as FAMSA (anchor C10) and MUSCLE refine: a candidate split takes the
+rows that hold a gap in one column against the others (FAMSA's splits), or cuts one edge of the
+guide tree (MUSCLE's). Each half keeps its own alignment, its all-gap columns dropped, and the
+two halves are realigned with the merge of the progressive stage (``Backend.profile_align``).
+A round sends ``batch`` candidates to the backend in one call and keeps the best one if it
+raises the objective. Everything is integer and the candidates come from a seeded generator,
+so both backends give the same bytes.
+
+Two objectives (docs/accuracy.md has the numbers that chose the default):
+
+* ``consistency``: how many residue pairs of a library the alignment puts in one column. The
+  library is the pairwise alignments of each row with its ``partners`` nearest rows in the guide
+  tree's leaf order (or random ones), with unrescaled gap costs, each pair a merge of two
+  one-sequence profiles, so the backend aligns them all in a few calls: the evidence that
+  T-Coffee's and MAFFT's consistency objectives weigh.
+* ``sp``: the sum of pairs in FAMSA's column-wise form (:func:`sp_objective`, the score its
+  profile DP adds up), FAMSA's own acceptance test.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from msa.alphabet import N_CODES
+from msa.params import GapCosts
+from msa.profile import GO, TGE, AlignBatch, block_counts, gap_vector, sequence_counts
+from msa.seqdb import SeqDB, _ranges
+
+if TYPE_CHECKING:
+    from msa.tree.guide_tree import GuideTree
+
+#: Residues of the pairwise alignments sent to the backend in one call (their one-hot tables,
+#: 112 bytes a residue, bound the memory).
+LIBRARY_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Method:
+    """How to refine: where splits come from (``gaps`` or ``tree``), what decides (``consistency``
+    or ``sp``), candidates per backend call, how many library partners each row has and which
+    (``neighbours`` in the guide tree's leaf order, or ``random``)."""
+
+    source: str = "gaps"
+    objective: str = "consistency"
+    batch: int = 8
+    partners: int = 8
+    library: str = "neighbours"
+
+
+def refine(
+    db: SeqDB,
+    columns: np.ndarray,
+    width: int,
+    tree: GuideTree | None,
+    matrix: np.ndarray,
+    gaps: GapCosts,
+    pair_gaps: GapCosts,
+    backend,
+    rounds: int,
+    seed: int = 0,
+    method: Method = Method(),
+    advance: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, int, int]:
+    """Up to ``rounds`` rounds of refinement of the alignment ``columns`` (``db.codes`` layout,
+    no all-gap column) of ``width`` columns, realigning with ``gaps`` (the family's) and building
+    the library with ``pair_gaps`` (two sequences'); returns ``(columns, width, accepted steps)``.
+    Stops early once every split has been tried since the last accepted step.
+    """
+    return refine_many([db], [columns], [width], [tree], matrix, [gaps], pair_gaps, backend, rounds, seed, method,
+                       advance)[0]
+
+
+def refine_many(
+    dbs: list[SeqDB],
+    columns: list[np.ndarray],
+    widths: list[int],
+    trees: list[GuideTree | None],
+    matrix: np.ndarray,
+    gaps: list[GapCosts],
+    pair_gaps: GapCosts,
+    backend,
+    rounds: int,
+    seed: int = 0,
+    method: Method = Method(),
+    advance: Callable[[int], None] | None = None,
+) -> list[tuple[np.ndarray, int, int]]:
+    """:func:`refine` of many families in shared backend calls: one library for all, and each
+    round every family's candidates in one ``profile_align`` (each merge with its family's gap
+    costs), so each family gets what :func:`refine` gives it alone."""
+    m = np.ascontiguousarray(matrix, dtype=np.int64)
+    out = [(np.asarray(c, dtype=np.int64), int(w), 0) for c, w in zip(columns, widths)]
+    states = [_Family(db, out[f][0], out[f][1], tree, gap_vector(g), seed, method)
+              for f, (db, tree, g) in enumerate(zip(dbs, trees, gaps)) if len(db) >= 3 and rounds > 0]
+    index = [f for f, db in enumerate(dbs) if len(db) >= 3 and rounds > 0]
+    if method.objective == "consistency" and states:
+        _libraries(states, m, gap_vector(pair_gaps), backend)
+    for state in states:
+        state.best = state.score([state.cols], [state.width], m)[0]
+    for _ in range(rounds):
+        proposals = [(state, state.candidates()) for state in states if not state.done]
+        proposals = [(state, masks) for state, masks in proposals if len(masks)]
+        if not proposals:
+            break
+        if advance is not None:
+            advance(1)
+        parts = [state.sides(masks) for state, masks in proposals]
+        n_merges = [len(masks) for _, masks in proposals]
+        widths_all = np.concatenate([p[1] for p in parts])
+        col_off = np.concatenate(([0], np.cumsum(widths_all))).astype(np.int64)
+        result = backend.profile_align(AlignBatch(
+            np.concatenate([t for p in parts for t in p[0]]), col_off, np.concatenate([p[2] for p in parts]), m,
+            np.repeat(np.stack([state.gaps for state, _ in proposals]), n_merges, axis=0), parents=False,
+        ))
+        maps = backend.to_host(result.maps).astype(np.int64)
+        parent_widths = np.diff(np.asarray(backend.to_host(result.col_offsets), dtype=np.int64))
+        merge = 0
+        for (state, _), (_, _, _, sides), k in zip(proposals, parts, n_merges):
+            new_cols = []
+            for j in range(k):
+                new = np.empty_like(state.cols)
+                for s in (2 * (merge + j), 2 * (merge + j) + 1):
+                    res, rank = sides[s - 2 * merge]
+                    new[res] = maps[col_off[s] : col_off[s + 1]][rank]
+                new_cols.append(new)
+            state.take(new_cols, parent_widths[merge : merge + k].tolist(), m)
+            merge += k
+    for f, state in zip(index, states):
+        out[f] = (state.cols, state.width, state.accepted)
+    return out
+
+
+class _Family:
+    """One family's refinement: its rows, current alignment and objective, the splits tried."""
+
+    def __init__(self, db: SeqDB, cols: np.ndarray, width: int, tree, gaps: np.ndarray, seed: int,
+                 method: Method) -> None:
+        self.codes, self.offsets = db.codes, np.asarray(db.offsets, dtype=np.int64)
+        self.n = len(db)
+        self.row_of = np.repeat(np.arange(self.n), np.diff(self.offsets))
+        self.cols, self.width, self.tree, self.gaps, self.method = cols, width, tree, gaps, method
+        self.rng = np.random.default_rng(seed)
+        self.library: tuple[np.ndarray, np.ndarray] | None = None
+        self.tree_masks = tree_splits(tree) if method.source == "tree" and tree is not None else None
+        self.tried: set[bytes] = set()
+        self.best, self.accepted, self.done = 0, 0, False
+
+    def partners(self) -> np.ndarray:
+        """The pairs of rows whose pairwise alignments make the library."""
+        if self.method.library == "neighbours" and self.tree is not None:
+            return neighbour_pairs(self.tree.leaf_order(), self.method.partners)
+        return partner_pairs(self.n, self.method.partners, self.rng)
+
+    def score(self, cols_list: list[np.ndarray], widths: list[int], matrix: np.ndarray) -> np.ndarray:
+        return _score(self.codes, self.offsets, cols_list, widths, matrix, self.gaps, self.library)
+
+    def candidates(self) -> np.ndarray:
+        masks = _candidates(self.tree_masks, self.cols, self.width, self.row_of, self.n, self.rng, self.method.batch,
+                            self.tried)
+        self.done = len(masks) == 0
+        return masks
+
+    def sides(self, masks: np.ndarray):
+        """Both sides' tables of every split (their all-gap columns dropped), their widths and
+        sequence counts, and where each side's residues are and their columns in its table."""
+        lengths = np.diff(self.offsets)
+        tables, widths, n_seqs, sides = [], [], [], []
+        for mask in masks:
+            for side in (mask, ~mask):
+                res = side[self.row_of]
+                used = np.zeros(self.width, dtype=bool)
+                used[self.cols[res]] = True
+                rank = (np.cumsum(used) - 1)[self.cols[res]]
+                tables.append(block_counts(self.codes[res], np.concatenate(([0], np.cumsum(lengths[side]))), rank,
+                                           int(used.sum())))
+                widths.append(int(used.sum()))
+                n_seqs.append(int(side.sum()))
+                sides.append((res, rank))
+        return tables, np.asarray(widths, dtype=np.int64), np.asarray(n_seqs, dtype=np.int64), sides
+
+    def take(self, new_cols: list[np.ndarray], new_widths: list[int], matrix: np.ndarray) -> None:
+        """Keep the best realignment if it raises the objective."""
+        scores = self.score(new_cols, new_widths, matrix)
+        k = int(np.argmax(scores))
+        if scores[k] > self.best:
+            self.cols, self.width, self.best = new_cols[k], new_widths[k], scores[k]
+            self.accepted += 1
+            self.tried.clear()
+
+
+def _libraries(states: list[_Family], matrix: np.ndarray, gaps: np.ndarray, backend) -> None:
+    """Every family's library from one set of pairwise alignments (rows laid end to end)."""
+    rows = np.concatenate(([0], np.cumsum([s.n for s in states])))
+    res = np.concatenate(([0], np.cumsum([len(s.codes) for s in states])))
+    pairs = np.concatenate([s.partners() + r for s, r in zip(states, rows[:-1])])
+    offsets = np.concatenate([s.offsets[:-1] + r for s, r in zip(states, res[:-1])] + [res[-1:]])
+    li, lj = pair_library(np.concatenate([s.codes for s in states]), offsets, pairs, matrix, gaps, backend)
+    family = np.searchsorted(res, li, side="right") - 1
+    for f, state in enumerate(states):
+        sel = family == f
+        state.library = (li[sel] - res[f], lj[sel] - res[f])
+
+
+def sp_objective(counts: np.ndarray, col_offsets: np.ndarray, matrix: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+    """Sum-of-pairs score of each alignment whose profile tables are laid end to end
+    (alignment ``k`` is ``counts[col_offsets[k]:col_offsets[k+1]]``), int64.
+
+    Per column: ``sum_{a<b} c_a c_b M[a,b] + sum_a c_a (c_a - 1) / 2 M[a,a]`` over the residue
+    counts ``c``, plus the residue count times the gap counts weighted by their costs
+    (``gaps``: open, extend, terminal open, terminal extend, negative): every residue against
+    every gap of its column, the open charged in the first column of a run.
+    """
+    c = counts[:, :N_CODES].astype(np.int64)
+    m = np.asarray(matrix, dtype=np.int64)
+    pairs = ((c @ m) * c).sum(axis=1) - c @ np.diagonal(m)  # twice the pair sum, so even
+    gap = c.sum(axis=1) * (counts[:, GO : TGE + 1].astype(np.int64) @ np.asarray(gaps, dtype=np.int64))
+    per_col = pairs // 2 + gap
+    edges = np.asarray(col_offsets, dtype=np.int64)
+    return np.add.reduceat(np.append(per_col, 0), edges[:-1]) * (edges[1:] > edges[:-1])
+
+
+def consistency(columns: np.ndarray, library: tuple[np.ndarray, np.ndarray]) -> int:
+    """How many of the ``library``'s residue pairs (indices into the residues) share a column."""
+    return int(np.count_nonzero(columns[library[0]] == columns[library[1]]))
+
+
+def tree_splits(tree: GuideTree) -> np.ndarray:
+    """The rows under each node against the rest, one split per tree edge (the root's second
+    child splits as its first, so it is left out): bool ``(splits, rows)``."""
+    n = tree.n_leaves
+    order = tree.leaf_order()
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    lo = np.concatenate((pos, np.zeros(n - 1, dtype=np.int64)))
+    hi = np.concatenate((pos + 1, np.zeros(n - 1, dtype=np.int64)))
+    for k, (a, b) in enumerate(tree.children):  # children before parents: one pass over the nodes
+        lo[n + k], hi[n + k] = min(lo[a], lo[b]), max(hi[a], hi[b])
+    nodes = np.arange(tree.n_nodes - 1)
+    if n > 2:
+        nodes = nodes[nodes != tree.children[-1, 1]]
+    ranks = np.arange(n)
+    in_node = (ranks[None, :] >= lo[nodes, None]) & (ranks[None, :] < hi[nodes, None])
+    return in_node[:, pos]
+
+
+def neighbour_pairs(order: np.ndarray, k: int) -> np.ndarray:
+    """Each row with the ``k`` rows nearest it in ``order`` (the guide tree's leaf order, where
+    neighbours are close relatives), ``k // 2`` on each side, as distinct pairs ``(a, b)``, ``a < b``."""
+    pairs = [np.stack((order[:-d], order[d:]), axis=1) for d in range(1, min(k // 2, len(order) - 1) + 1)]
+    return np.unique(np.sort(np.concatenate(pairs), axis=1), axis=0)
+
+
+def partner_pairs(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``k`` random partners of each row, as distinct pairs ``(a, b)``, ``a < b``."""
+    a = np.repeat(np.arange(n), k)
+    b = (a + rng.integers(1, n, len(a))) % n
+    return np.unique(np.sort(np.stack((a, b), axis=1), axis=1), axis=0)
+
+
+def pair_library(codes, offsets, pairs, matrix, gaps, backend) -> tuple[np.ndarray, np.ndarray]:
+    """Residue pairs (indices into ``codes``) that the pairwise alignment of each pair of rows
+    aligns, each pair a merge of two one-sequence profiles, in calls of ~LIBRARY_CHUNK residues."""
+    pair_len = np.diff(offsets)[pairs].sum(axis=1)
+    chunk = np.cumsum(pair_len) // LIBRARY_CHUNK
+    cuts = np.concatenate(([0], np.flatnonzero(chunk[1:] != chunk[:-1]) + 1, [len(pairs)]))
+    parts = [_aligned_pairs(codes, offsets, pairs[a:b], matrix, gaps, backend) for a, b in zip(cuts[:-1], cuts[1:])]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _aligned_pairs(codes, offsets, pairs, matrix, gaps, backend) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pair_library` of ``pairs`` in one ``profile_align`` call."""
+    lengths = np.diff(offsets)
+    seqs = pairs.reshape(-1)
+    idx = _ranges(offsets[seqs], lengths[seqs])
+    col_off = np.concatenate(([0], np.cumsum(lengths[seqs]))).astype(np.int64)
+    xp = backend.xp
+    result = backend.profile_align(AlignBatch(
+        sequence_counts(xp.asarray(codes[idx]), xp), col_off, np.ones(len(seqs), dtype=np.int64), matrix, gaps,
+        parents=False,
+    ))
+    maps = backend.to_host(result.maps).astype(np.int64)
+    merge = np.repeat(np.arange(len(seqs)) // 2, lengths[seqs])
+    key = merge * (int(maps.max(initial=0)) + 1) + maps  # (pair, parent column): one per residue of a side
+    second = np.repeat(np.arange(len(seqs)) % 2, lengths[seqs]).astype(bool)
+    _, ia, ib = np.intersect1d(key[~second], key[second], assume_unique=True, return_indices=True)
+    return idx[~second][ia], idx[second][ib]
+
+
+def _score(codes, offsets, cols_list, widths, matrix, gaps, library) -> np.ndarray:
+    """The objective of each alignment: consistency with a ``library``, else the sum of pairs."""
+    if library is not None:
+        return np.array([consistency(c, library) for c in cols_list], dtype=np.int64)
+    tables = [block_counts(codes, offsets, c, w) for c, w in zip(cols_list, widths)]
+    return sp_objective(np.concatenate(tables), np.concatenate(([0], np.cumsum(widths))), matrix, gaps)
+
+
+def _candidates(
+    tree_masks: np.ndarray | None, cols: np.ndarray, width: int, row_of: np.ndarray, n: int,
+    rng: np.random.Generator, batch: int, tried: set[bytes],
+) -> np.ndarray:
+    """Up to ``batch`` distinct splits (each side non-empty) not tried since the last accepted
+    step, drawn by ``rng`` and marked tried: the tree's, else the gap patterns of the columns
+    that mix residues and gaps."""
+    if tree_masks is not None:
+        pool = tree_masks
+    else:
+        counts = np.bincount(cols, minlength=width)
+        mixed = np.flatnonzero(counts < n)
+        where = np.full(width, -1, dtype=np.int64)
+        where[mixed] = np.arange(len(mixed))
+        k = where[cols]
+        has = np.zeros((len(mixed), n), dtype=bool)
+        has[k[k >= 0], row_of[k >= 0]] = True
+        pool = ~has  # the rows with a gap there
+    keys = np.packbits(pool, axis=1)
+    sizes = pool.sum(axis=1)
+    fresh = [i for i in np.flatnonzero((sizes > 0) & (sizes < n)) if keys[i].tobytes() not in tried]
+    out: list[int] = []
+    seen: set[bytes] = set()
+    for i in rng.permutation(np.asarray(fresh, dtype=np.int64)):
+        key = keys[i].tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(int(i))
+            if len(out) == batch:
+                break
+    tried.update(seen)
+    return pool[np.asarray(out, dtype=np.int64)]
