@@ -277,10 +277,10 @@ def _aligned_pairs(codes, offsets, pairs, matrix, gaps, backend) -> tuple[np.nda
     seqs = pairs.reshape(-1)
     idx = _ranges(offsets[seqs], lengths[seqs])
     col_off = np.concatenate(([0], np.cumsum(lengths[seqs]))).astype(np.int64)
-    xp = backend.xp
+    # The tables are built here, on the host: the backend moves them in pieces that fit its
+    # memory cap, and no CuPy kernel (compiled by NVRTC on a first run) is needed for them.
     result = backend.profile_align(AlignBatch(
-        sequence_counts(xp.asarray(codes[idx]), xp), col_off, np.ones(len(seqs), dtype=np.int64), matrix, gaps,
-        parents=False,
+        sequence_counts(codes[idx]), col_off, np.ones(len(seqs), dtype=np.int64), matrix, gaps, parents=False,
     ))
     maps = backend.to_host(result.maps).astype(np.int64)
     merge = np.repeat(np.arange(len(seqs)) // 2, lengths[seqs])
