@@ -77,7 +77,7 @@ MstOpt = Annotated[
 KeepDupOpt = Annotated[
     bool, typer.Option("--keep-duplicates", help="Align identical sequences separately instead of once.")
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks and of the refinement's candidates.")]
 RefineOpt = Annotated[
     str,
     typer.Option(
