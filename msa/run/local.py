@@ -37,6 +37,7 @@ from msa._runtime.interrupts import entered_whole
 from msa._runtime.startup import BackendStart
 from msa.backends import Backend, DeviceMemoryError, get_backend
 from msa.io import InputError, open_output, read_fasta, write_alignment
+from msa.io.output import GZIP_LEVEL
 from msa.io.writers import check_names
 from msa.params import AlignParams
 from msa.progress import Progress, current
@@ -138,6 +139,12 @@ def prepare_read(family: Family, db: SeqDB, params: AlignParams, start: float, n
     return ReadFamily(family, prepared, len(db), int(db.offsets[-1]), time.perf_counter() - start)
 
 
+def output(path: str | None, gzip_level: int = GZIP_LEVEL):
+    """An atomic output (msa.io.open_output; stdout for None or ``-``) whose temporary file no
+    signal can strand: every output of a run is opened through this."""
+    return entered_whole(open_output(path, gzip_level))
+
+
 def write_rows(out: BinaryIO, aligned, fmt: str, backend: Backend | None = None) -> int | None:
     """Write an alignment to an open output under the ``writing`` stage; the bytes written."""
     with current().stage("writing"):
@@ -195,7 +202,7 @@ def _write(read: ReadFamily, aligned, fmt: str, align_seconds: float, keep: Call
     family = read.family
     try:
         if not keep(family.output):
-            with entered_whole(open_output(family.output, read.prepared.params.gzip_level)) as out:
+            with output(family.output, read.prepared.params.gzip_level) as out:
                 write_rows(out, aligned, fmt)
     except FAMILY_ERRORS as exc:
         return _failed(family, exc, read.seconds + align_seconds + time.perf_counter() - start)

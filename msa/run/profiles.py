@@ -15,9 +15,8 @@ from msa.backends import Backend
 from msa.io import read_fasta
 from msa.params import AlignParams
 from msa.progress import Progress
-from msa.run.local import write_rows
+from msa.run.local import output, write_rows
 from msa.run.plan import check_paths
-from msa.run.single import output
 
 
 def merge(first: str, second: str, out_path: str | None, params: AlignParams, *, fmt: str = "fasta",

@@ -17,18 +17,15 @@ import time
 from dataclasses import dataclass
 
 from msa._runtime import interrupts
-from msa._runtime.interrupts import entered_whole
 from msa._runtime.startup import BackendStart, cpu_first
 from msa.backends import cupy_installed
-from msa.io import open_output
-from msa.io.output import GZIP_LEVEL
-from msa.io.writers import check_names
 from msa.io.formats import output_size
 from msa.io.output import check_space
+from msa.io.writers import check_names
 from msa.params import AlignParams
 from msa.progress import current
+from msa.run.local import output, prepare_read, read_input, write_rows
 from msa.run.plan import Family, check_paths, tree_file_read
-from msa.run.local import prepare_read, read_input, write_rows
 
 
 @dataclass(frozen=True)
@@ -41,12 +38,6 @@ class AlignedOne:
     width: int
     nbytes: int | None
     seconds: float
-
-
-def output(path: str | None, gzip_level: int = GZIP_LEVEL):
-    """An atomic output (msa.io.open_output; stdout for None or ``-``) whose temporary file no
-    signal can strand."""
-    return entered_whole(open_output(path, gzip_level))
 
 
 def optional_output(path: str | None):
