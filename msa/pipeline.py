@@ -84,12 +84,8 @@ def align_prepared(
     params = family.params
     backend = _started(backend, params)
     _set_threads(params.threads)
-
-    if tree is None and params.tree_file is not None:
-        tree = read_tree_file(params.tree_file, family.db, family.reps)
-    elif tree is None:
-        with current().stage("guide tree"):
-            tree = build_guide_tree(family.unique, params, backend)
+    if tree is None:
+        tree = family_tree(family, backend)
 
     from msa.progressive import progressive_align
 
@@ -98,6 +94,17 @@ def align_prepared(
     aligned = [progressive_align(family.unique, tree, matrix, gaps, backend)]
     [(columns, width)] = refine_stage([family.unique], aligned, [tree], matrix, [gaps], backend, params)
     return family.aligned(columns, width)
+
+
+def family_tree(family: PreparedFamily, backend: Backend) -> GuideTree:
+    """The guide tree a family is aligned along: ``params.tree_file``'s, else built (under the
+    ``guide tree`` stage)."""
+    params = family.params
+    _set_threads(params.threads)
+    if params.tree_file is not None:
+        return read_tree_file(params.tree_file, family.db, family.reps)
+    with current().stage("guide tree"):
+        return build_guide_tree(family.unique, params, backend)
 
 
 def align_families(

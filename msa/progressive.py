@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from msa.progress import current
-from msa.profile import AlignBatch, gap_vector
+from msa.profile import AlignBatch, gap_vector, sequence_counts
 from msa.params import GapCosts
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
@@ -80,21 +80,81 @@ def progressive_align_many(
         >>> [(cols.tolist(), width) for cols, width in out]
         [([0, 1, 2, 0, 1], 3), ([0, 1], 2)]
     """
+    return [(columns, width) for columns, width, _ in _progressive(dbs, trees, matrix, gaps, backend, False)]
+
+
+def progressive_profiles(
+    dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend
+) -> list[tuple[np.ndarray, int, np.ndarray]]:
+    """:func:`progressive_align_many` with each root's profile table (host int32 ``(width,
+    N_COUNTS)``): ``(columns, width, profile)`` per family. The subtrees of one family split
+    across workers (msa.run.split) come here; their roots are then merged by
+    :func:`align_profiles` as the whole tree's top merges would merge them."""
+    return _progressive(dbs, trees, matrix, gaps, backend, True)
+
+
+def _progressive(
+    dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend,
+    profiles: bool,
+) -> list[tuple[np.ndarray, int, np.ndarray | None]]:
     if not len(dbs) == len(trees) == len(gaps):
         raise ValueError(f"{len(dbs)} families, {len(trees)} trees and {len(gaps)} gap costs")
     for db, tree in zip(dbs, trees):
         check_family(db, tree)
     merged = [f for f, db in enumerate(dbs) if len(db) > 1]  # one sequence is its own alignment
-    done: dict[int, tuple[np.ndarray, int]] = {}
+    done: dict[int, tuple[np.ndarray, int, np.ndarray | None]] = {}
     if merged:
         forest = _Forest.of([dbs[f] for f in merged], [trees[f] for f in merged], [gaps[f] for f in merged])
-        columns, widths = _align_forest(forest, matrix, backend)
+        columns, widths, tables = _align_forest(forest, matrix, backend, profiles)
         for i, f in enumerate(merged):
-            done[f] = (columns[forest.code_off[i] : forest.code_off[i + 1]], int(widths[i]))
+            table = None if tables is None else tables[i]
+            done[f] = (columns[forest.code_off[i] : forest.code_off[i + 1]], int(widths[i]), table)
     return [
-        done[f] if f in done else (np.arange(db.lengths[0], dtype=np.int64), int(db.lengths[0]))
+        done[f] if f in done else (
+            np.arange(db.lengths[0], dtype=np.int64), int(db.lengths[0]), sequence_counts(db.codes) if profiles else None
+        )
         for f, db in enumerate(dbs)
     ]
+
+
+def align_profiles(
+    profiles: Sequence[np.ndarray], sizes: np.ndarray, tree: GuideTree, matrix: np.ndarray, gaps: GapCosts, backend
+) -> tuple[list[np.ndarray], int]:
+    """Merge finished profiles along ``tree`` (a tree over them: leaf ``k`` is ``profiles[k]``,
+    a table of ``sizes[k]`` sequences) as the progressive stage merges nodes, level by level
+    with one backend call per level; the same merges give the same tables and maps, so this
+    is the top of a tree whose subtrees were aligned elsewhere (msa.run.split). Returns each
+    profile's final column of every one of its columns (int64, host) and the final width."""
+    k = len(profiles)
+    tables: list[np.ndarray | None] = [np.asarray(p, dtype=np.int32) for p in profiles] + [None] * (k - 1)
+    widths = np.zeros(2 * k - 1, dtype=np.int64)
+    widths[:k] = [len(p) for p in profiles]
+    n_seqs = np.zeros(2 * k - 1, dtype=np.int64)
+    n_seqs[:k] = sizes
+    maps: list[np.ndarray | None] = [None] * (2 * k - 1)  # a node's columns -> its parent's
+    row = gap_vector(gaps)
+    levels = tree.levels()
+    for level in np.unique(levels).tolist():
+        nodes = np.flatnonzero(levels == level) + k
+        cuts = backend.level_cuts(widths[tree.children[nodes - k].reshape(-1)])
+        for part in np.split(nodes, cuts[1:-1]):
+            kids = tree.children[part - k].reshape(-1)
+            offs = _offsets(widths[kids])
+            batch = AlignBatch(np.concatenate([tables[c] for c in kids]), offs, n_seqs[kids], matrix, row)
+            result = backend.profile_align(batch)
+            out, parent_maps = backend.to_host(result.counts), backend.to_host(result.maps).astype(np.int64)
+            for j, node in enumerate(part.tolist()):
+                lo, hi = int(result.col_offsets[j]), int(result.col_offsets[j + 1])
+                tables[node], widths[node] = out[lo:hi], hi - lo
+                n_seqs[node] = n_seqs[kids[2 * j]] + n_seqs[kids[2 * j + 1]]
+            for i, c in enumerate(kids.tolist()):
+                maps[c], tables[c] = parent_maps[offs[i] : offs[i + 1]], None
+    final: list[np.ndarray | None] = [None] * (2 * k - 1)
+    final[-1] = np.arange(widths[-1], dtype=np.int64)
+    for node in range(2 * k - 2, k - 1, -1):  # parents before children (children are smaller ids)
+        for c in tree.children[node - k].tolist():
+            final[c] = final[node][maps[c]]
+    return final[:k], int(widths[-1])  # type: ignore[return-value]
 
 
 def check_family(db: SeqDB, tree: GuideTree) -> None:
@@ -158,9 +218,12 @@ class _Forest:
         )
 
 
-def _align_forest(forest: _Forest, matrix: np.ndarray, backend) -> tuple[np.ndarray, np.ndarray]:
-    """The progressive stage over a forest: ``(columns, widths)``, the final column of every
-    residue (``forest.codes`` layout, host) and each family's width."""
+def _align_forest(
+    forest: _Forest, matrix: np.ndarray, backend, profiles: bool = False
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray] | None]:
+    """The progressive stage over a forest: ``(columns, widths, tables)``, the final column of
+    every residue (``forest.codes`` layout, host), each family's width and, with ``profiles``,
+    each root's profile table (host; else None)."""
     n = forest.n
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
     xp = backend.xp
@@ -187,8 +250,13 @@ def _align_forest(forest: _Forest, matrix: np.ndarray, backend) -> tuple[np.ndar
                 batch_maps.append(result.maps.astype(xp.int32, copy=False))  # the GPU's are int32 already
                 done.append(nodes)
                 advance(len(nodes))
+    tables = None
+    if profiles:
+        gathered, offs = pool.take(forest.roots)
+        host = backend.to_host(gathered)
+        tables = [host[offs[i] : offs[i + 1]] for i in range(len(forest.roots))]
     columns = _place_columns(backend, forest, done, batch_maps, pool)
-    return backend.to_host(columns), pool.widths[forest.roots]
+    return backend.to_host(columns), pool.widths[forest.roots], tables
 
 
 class _ProfilePool:

@@ -85,3 +85,26 @@ def merge_maps(rng, width: int, lengths: np.ndarray) -> tuple[np.ndarray, np.nda
         maps += [np.flatnonzero(steps != 2), np.flatnonzero(steps != 1)]
         widths += [width, n]
     return np.concatenate(maps).astype(np.int64), np.concatenate(([0], np.cumsum(widths))).astype(np.int64)
+
+
+def split_output(family, tree, pieces: int, backend, path) -> bytes:
+    """A family (msa.pipeline.PreparedFamily) aligned along ``tree`` by msa.run.split's steps in one
+    process, written to ``path``: plan, each piece aligned, the top merged, the rows written in
+    place by each piece (last piece first): the bytes. The tests compare it with the whole run."""
+    import os
+
+    from msa.run import split
+
+    plan, parts = split.plan_split(family, tree, pieces)
+    aligned = [split.align_piece(p, plan, backend) for p in parts]
+    profiles: list = [None] * len(plan.sizes)
+    for part, done in zip(parts, aligned):
+        for s, profile in zip(part.subtrees, done.profiles):
+            profiles[s] = profile
+    maps, width = split.merge_top(plan, profiles, backend)
+    with open(path, "wb") as out:
+        out.truncate(plan.output_size(width))
+    for part, done in reversed(list(zip(parts, aligned))):
+        split.write_piece(os.fspath(path), part, done, maps, width)
+    with open(path, "rb") as out:
+        return out.read()

@@ -51,8 +51,8 @@ def align(
         Optional[str],
         typer.Option(
             "--scheduler",
-            help="With -O: align the families on this Dask cluster (scheduler address, tcp://host:8786); "
-            "its workers must see the inputs and -O at the same paths. Needs msa\\[dask].",
+            help="Align on this Dask cluster (scheduler address, tcp://host:8786); its workers must see the "
+            "inputs and outputs at the same paths. A large family is split across them. Needs msa\\[dask].",
         ),
     ] = None,
     connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
@@ -60,13 +60,14 @@ def align(
         Optional[int],
         typer.Option(
             "--workers", min=1,
-            help="With -O: start a local Dask cluster for the run: one worker per GPU (at most N) with "
+            help="Start a local Dask cluster for the run: one worker per GPU (at most N) with "
             "dask-cuda and a GPU, else N CPU worker processes. Needs msa\\[dask].",
         ),
     ] = None,
     gpus: Annotated[
         Optional[int],
-        typer.Option("--gpus", min=1, help="With -O: a local dask-cuda cluster of N GPU workers. Needs msa\\[dask-gpu]."),
+        typer.Option("--gpus", min=1, help="A local dask-cuda cluster of N GPU workers (-o: one large family split across them). "
+                     "Needs msa\\[dask-gpu]."),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),
     device: DeviceOpt = DeviceChoice(_D.device),
@@ -112,13 +113,18 @@ def align(
         if tree_out is not None and params.tree_file is not None:
             raise ValueError("--tree-out with a tree file given to --tree: that file is the tree")
         _check_many_options(inputs, output, output_dir, tree_out, gzip_out, skip_existing)
-        cluster = _check_cluster_options(output_dir, params.device, scheduler, workers, gpus, connect_timeout)
+        cluster = _check_cluster_options(params.device, scheduler, workers, gpus, connect_timeout)
         _check_scoring(params)  # an unknown matrix fails before any work
         memory_cap = _memory_cap(gpu_memory)
         if output_dir is not None:
             _align_many(inputs, output_dir, params, fmt.value, gzip_out, skip_existing, progress, cluster, memory_cap)
             return
-        done = run.align_one(inputs[0], output, params, fmt=fmt.value, tree_out=tree_out, memory_cap=memory_cap)
+        if cluster:
+            if tree_out is not None:
+                raise ValueError("--tree-out with a cluster: write the tree with msa tree, then align with --tree FILE")
+            done = run.align_one_on_cluster(inputs[0], output, params, cluster, fmt=fmt.value)
+        else:
+            done = run.align_one(inputs[0], output, params, fmt=fmt.value, tree_out=tree_out, memory_cap=memory_cap)
         kind = f"{done.seq_type}, detected" if params.seq_type == "auto" else done.seq_type
         progress.note(
             f"aligned {done.sequences} sequences ({kind}) into {done.width} columns in {done.seconds:.1f} s"
@@ -144,13 +150,9 @@ def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_ou
 
 
 def _check_cluster_options(
-    output_dir, device: str, scheduler, workers, gpus, connect_timeout: float = CONNECT_TIMEOUT
+    device: str, scheduler, workers, gpus, connect_timeout: float = CONNECT_TIMEOUT
 ) -> dict | None:
-    """``--scheduler``/``--workers``/``--gpus``: one, with -O, Dask installed (msa.run.cluster_options)."""
-    if output_dir is None and (scheduler, workers, gpus) != (None, None, None):
-        given = (("scheduler", scheduler), ("workers", workers), ("gpus", gpus))
-        flags = ", ".join(f"--{k}" for k, v in given if v is not None)
-        raise ValueError(f"{flags} with -O/--output-dir DIR only (the workers write the families' outputs there)")
+    """``--scheduler``/``--workers``/``--gpus``: one, Dask installed (msa.run.cluster_options)."""
     return run.cluster_options(
         device, scheduler=scheduler, workers=workers, gpus=gpus, connect_timeout=connect_timeout
     )

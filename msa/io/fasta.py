@@ -31,7 +31,7 @@ import resource
 import stat
 import sys
 import zlib
-from typing import BinaryIO, Protocol, Sequence
+from typing import BinaryIO, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -486,11 +486,7 @@ def write_fasta(
     if n == 0:
         return 0
     source = _DenseRows(rows) if isinstance(rows, np.ndarray) else rows
-    line = wrapped_line(source.width, width)
-    full = source.width // width
-    breaks = np.arange(1, full + 1, dtype=np.int64) * (width + 1) - 1
-    if source.width % width or not full:
-        breaks = np.append(breaks, line - 1)
+    template = row_template(source.width, width)
     heads = header_bytes(descriptions)
     head_len = np.fromiter((len(h) for h in heads), dtype=np.int64, count=n)
     total = fasta_size(int(head_len.sum()), n, source.width, width)
@@ -499,20 +495,20 @@ def write_fasta(
     try:
         reserved = fd is not None and reserve(fd, 0, total)
         if reserved and _readable(fd) and hasattr(source, "fill"):
-            if _write_mapped(fd, heads, head_len, source, width, line, breaks, total, backend):
+            if _write_mapped(fd, heads, head_len, source, width, template, total, backend):
                 return total
-        _write_blocks(out, heads, source, width, line, breaks)
+        _write_blocks(out, heads, source, width, template)
     except OSError as exc:
         raise needing(exc, total if fd is not None else None)
     return total
 
 
-def _write_blocks(out: BinaryIO, heads: list[bytes], source, width: int, line: int, breaks: np.ndarray) -> None:
+def _write_blocks(out: BinaryIO, heads: list[bytes], source, width: int, template: np.ndarray) -> None:
     """The block writer: rows placed into one reused buffer, written a block at a time."""
-    n = len(heads)
+    n, line = len(heads), len(template)
     per_block = min(n, max(1, BLOCK_BYTES // line))
-    block = np.full((per_block, line), ord("-"), dtype=np.uint8)
-    block[:, breaks] = _NL
+    block = np.empty((per_block, line), dtype=np.uint8)
+    block[:] = template
     flat = block.reshape(-1)
     view = memoryview(flat)
     for lo in range(0, n, per_block):
@@ -544,7 +540,7 @@ def _readable(fd: int) -> bool:
 
 
 def _write_mapped(
-    fd: int, heads: list[bytes], head_len: np.ndarray, source, width: int, line: int, breaks: np.ndarray, total: int,
+    fd: int, heads: list[bytes], head_len: np.ndarray, source, width: int, template: np.ndarray, total: int,
     backend=None,
 ) -> bool:
     """Map the file (already ``total`` bytes, reserved) and let the source write every record
@@ -553,27 +549,53 @@ def _write_mapped(
     nothing written, where the file system cannot map it."""
     head_off = np.zeros(len(heads) + 1, dtype=np.int64)
     np.cumsum(head_len, out=head_off[1:])
-    rec_off = head_off[:-1] + np.arange(len(heads), dtype=np.int64) * line
+    rec_off = head_off[:-1] + np.arange(len(heads), dtype=np.int64) * len(template)
+    head_buf = np.frombuffer(b"".join(heads), dtype=np.uint8)
+
+    def fill(out: np.ndarray, at: np.ndarray, lo: int, hi: int) -> None:
+        source.fill(out, at, head_buf, head_off[lo : hi + 1], template, width, lo, hi, backend)
+
+    if not fill_mapped(fd, rec_off, np.append(rec_off[1:], total), fill):
+        return False
+    os.lseek(fd, total, os.SEEK_SET)
+    return True
+
+
+def row_template(columns: int, line_width: int = LINE_WIDTH) -> np.ndarray:
+    """One aligned row of ``columns`` gaps wrapped at ``line_width``, newlines included: what a
+    record's residues are placed into."""
+    line = wrapped_line(columns, line_width)
+    full = columns // line_width
+    breaks = np.arange(1, full + 1, dtype=np.int64) * (line_width + 1) - 1
+    if columns % line_width or not full:
+        breaks = np.append(breaks, line - 1)
     template = np.full(line, ord("-"), dtype=np.uint8)
     template[breaks] = _NL
-    ends = np.append(rec_off[1:], total)
-    head_buf = np.frombuffer(b"".join(heads), dtype=np.uint8)
+    return template
+
+
+def fill_mapped(fd: int, rec_off: np.ndarray, rec_end: np.ndarray, fill: Callable[..., None]) -> bool:
+    """Records at ``rec_off[k]..rec_end[k]`` (ascending, apart) of the file ``fd`` (its space
+    reserved) written in place through maps of about MAP_BYTES at a time, so resident pages stay
+    bounded: ``fill(window, offsets, lo, hi)`` lays out records ``lo..hi`` at their ``offsets``
+    in the ``window``. The records may be some of a file's, the others written by other
+    processes (one family's rows, written by the workers that aligned them: msa.run.split).
+    False, with nothing written, where the file system cannot map it."""
     lo = 0
-    while lo < len(heads):  # windows of about MAP_BYTES, so resident pages stay bounded
-        hi = max(lo + 1, int(np.searchsorted(ends, rec_off[lo] + MAP_BYTES, side="right")))
+    while lo < len(rec_off):
+        hi = max(lo + 1, int(np.searchsorted(rec_end, rec_off[lo] + MAP_BYTES, side="right")))
         base = int(rec_off[lo]) // mmap.ALLOCATIONGRANULARITY * mmap.ALLOCATIONGRANULARITY
         try:
-            mapped = mmap.mmap(fd, int(ends[hi - 1]) - base, offset=base)
+            mapped = mmap.mmap(fd, int(rec_end[hi - 1]) - base, offset=base)
         except OSError:
             if lo > 0:
                 raise
-            return False  # the block writer writes from the start over the reserved space
+            return False
         with mapped:
             out = np.frombuffer(mapped, dtype=np.uint8)
-            source.fill(out, rec_off[lo:hi] - base, head_buf, head_off[lo : hi + 1], template, width, lo, hi, backend)
+            fill(out, rec_off[lo:hi] - base, lo, hi)
             del out  # the buffer export must end before the map closes
         lo = hi
-    os.lseek(fd, total, os.SEEK_SET)
     return True
 
 

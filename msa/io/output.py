@@ -79,7 +79,7 @@ def open_output(path: str | os.PathLike[str] | None, gzip_level: int = GZIP_LEVE
             raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         with _space_errors(str(target), target.parent, tmp_name):
-            with OutputWriter(io.FileIO(fd, "w")) as raw:
+            with OutputWriter(io.FileIO(fd, "w"), path=tmp_name) as raw:
                 if target.suffix == ".gz":
                     with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=gzip_level, mtime=0) as gz:
                         yield gz  # type: ignore[misc]
@@ -191,7 +191,14 @@ class OutputWriter(io.BufferedWriter):
     pipe whose reader went away), and ``io.TextIOWrapper`` (Biopython's
     writers) ignores that count: the rest would be lost without an error.
     Writing the rest raises the ENOSPC or EPIPE instead.
+
+    ``path`` names the file it writes (the temporary one, until open_output renames it), where
+    other processes write too (the rows of a family split across workers: msa.run.split).
     """
+
+    def __init__(self, raw, buffer_size: int = io.DEFAULT_BUFFER_SIZE, path: str | None = None) -> None:
+        super().__init__(raw, buffer_size)
+        self.path = path
 
     def write(self, data) -> int:  # type: ignore[override]
         view = memoryview(data).cast("B")

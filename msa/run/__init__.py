@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from msa.run.plan import (
         Family, check_paths, expand_inputs, make_output_dir, output_name, plan_run, tree_file_read,
     )
-    from msa.run.single import AlignedOne, align_one, tree_one
+    from msa.run.single import AlignedOne, align_one, align_one_on_cluster, tree_one
 
 #: Where each name of the steps' modules lives: they load on first use (PEP 562), since they
 #: import NumPy (msa.io), and the CLI imports this package for commands that may align
@@ -39,12 +39,14 @@ _HOMES = {
     "Family": "msa.run.plan", "check_paths": "msa.run.plan", "expand_inputs": "msa.run.plan",
     "make_output_dir": "msa.run.plan", "output_name": "msa.run.plan", "plan_run": "msa.run.plan",
     "tree_file_read": "msa.run.plan",
-    "AlignedOne": "msa.run.single", "align_one": "msa.run.single", "tree_one": "msa.run.single",
+    "AlignedOne": "msa.run.single", "align_one": "msa.run.single", "align_one_on_cluster": "msa.run.single",
+    "tree_one": "msa.run.single",
 }
 
 __all__ = [
     "AlignedOne", "Family", "FamilyResult", "RunSummary", "align_file", "align_files", "check_paths", "cluster_options",
     "expand_inputs", "make_output_dir", "one_line", "output_name", "plan_run", "run_families", "tree_file_read", "tree_one", "align_one",
+    "align_one_on_cluster",
 ]
 
 

@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import errno
 import functools
+import itertools
 import json
 import logging
 import os
@@ -258,6 +259,116 @@ def _written_since(since_ns: int, path: str) -> bool:
         return False
 
 
+# --- one family split across the workers (msa.run.split) --------------------------------------
+
+
+@contextlib.contextmanager
+def _task(kind: str, params: AlignParams, per_host: Mapping[str, int], families: int = 0) -> Iterator[dict[str, Any]]:
+    """A split family's task on this worker: its threads, the one-task lock, and its record
+    (``box["record"]`` once it ends; the stages its ``clock`` timed)."""
+    import distributed
+
+    start = time.time()
+    clock = _StageClock()
+    box: dict[str, Any] = {"clock": clock}
+    with _LOCK:
+        box["params"] = _worker_params(params, per_host)
+        from msa.pipeline import _set_threads
+
+        _set_threads(box["params"].threads)
+        with clock.running():
+            yield box
+    box["record"] = TaskRecord(distributed.get_worker().address, kind, start, time.time(), box["params"].threads,
+                               families, clock.seconds)
+
+
+def split_plan_on_worker(
+    family: Family, params: AlignParams, fmt: str, cwd: str, per_host: Mapping[str, int], pieces: int,
+) -> tuple[Any, TaskRecord] | BackendUnavailable:
+    """A split family's first task: read, prepared and its guide tree built
+    (msa.run.split.plan_split), or, where refinement needs the whole alignment, aligned and
+    written here whole; a bad input is its failed FamilyResult."""
+    from msa.pipeline import family_tree
+    from msa.run.local import FAMILY_ERRORS, _align_alone, _failed, _read_family
+    from msa.run.split import plan_split
+
+    where = Family(os.path.join(cwd, family.input), os.path.join(cwd, family.output), family.size)
+    with _task("split plan", params, per_host, 1) as box:
+        params = box["params"]
+        read = _read_family(where, params, fmt)
+        try:
+            backend = worker_backend(params.device)
+        except BackendUnavailable as exc:
+            return exc
+        if isinstance(read, FamilyResult):
+            value: Any = read
+        elif read.prepared.params.refine_rounds(len(read.prepared.unique)) > 0:
+            value = _align_alone(read, backend, fmt, lambda output: False)
+        else:
+            try:
+                value = plan_split(read.prepared, family_tree(read.prepared, backend), pieces)
+            except FAMILY_ERRORS as exc:
+                value = _failed(where, exc, read.seconds)
+    if isinstance(value, FamilyResult):
+        error = value.error and value.error.replace(where.input, family.input).replace(where.output, family.output)
+        value = dataclasses.replace(value, input=family.input, output=family.output, error=error)
+    return value, box["record"]
+
+
+def align_piece_on_worker(piece: Any, plan: Any, params: AlignParams, per_host: Mapping[str, int]) -> tuple[Any, TaskRecord]:
+    """A piece's subtrees aligned (msa.run.split.align_piece)."""
+    from msa.run.split import align_piece
+
+    with _task("split piece", params, per_host) as box:
+        aligned = align_piece(piece, plan, worker_backend(box["params"].device))  # its own stage
+    return aligned, box["record"]
+
+
+def merge_top_on_worker(plan: Any, profiles: Sequence[Mapping[int, Any]], params: AlignParams,
+                        per_host: Mapping[str, int]) -> tuple[Any, TaskRecord]:
+    """The merges above the cut (msa.run.split.merge_top), from each piece's root profiles."""
+    from msa.run.split import merge_top
+
+    ordered = [None] * len(plan.sizes)
+    for of_piece in profiles:
+        for s, profile in of_piece.items():
+            ordered[s] = profile
+    with _task("split top", params, per_host) as box:
+        with current().stage("aligning profiles"):
+            top = merge_top(plan, ordered, worker_backend(box["params"].device))
+    return top, box["record"]
+
+
+def write_piece_on_worker(path: str, piece: Any, aligned: Any, top: Any, params: AlignParams,
+                          per_host: Mapping[str, int]) -> TaskRecord:
+    """A piece's rows written in place into the family's output (msa.run.split.write_piece)."""
+    from msa.run.split import write_piece
+
+    maps, width = top[0]
+    with _task("split write", params, per_host) as box:
+        with current().stage("writing"):
+            write_piece(path, piece, aligned[0], maps, width)
+    return box["record"]
+
+
+def _plan_head(planned: tuple[Any, TaskRecord]) -> tuple[Any, TaskRecord]:
+    """The plan without its pieces (what the client needs), or the family's result."""
+    value, record = planned
+    return (value[0] if isinstance(value, tuple) else value), record
+
+
+def _plan_piece(planned: tuple[Any, TaskRecord], p: int) -> Any:
+    return planned[0][1][p]
+
+
+def _piece_profiles(aligned: tuple[Any, TaskRecord], piece: Any) -> dict[int, Any]:
+    return dict(zip(piece.subtrees, aligned[0].profiles))
+
+
+def _top_width(top: tuple[Any, TaskRecord]) -> int:
+    return top[0][1]
+
+
 # --- on the client --------------------------------------------------------------------------
 
 #: A file to write the run's timeline to (JSON: the cluster's start, each task's record);
@@ -294,7 +405,9 @@ def run_families_dask(
 
     Each worker first starts its backend (:func:`warm_up_worker`); its host threads are its
     share of its host's cores unless ``params.threads`` is set. Tasks go largest first (task
-    priorities). A family whose task still fails after Dask's retries, or whose workers kept
+    priorities). A family of over SPLIT_FAMILY_BYTES written to FASTA, in a run of several
+    workers, is split across them along its guide tree (msa.run.split, byte-identical). A
+    family whose task still fails after Dask's retries, or whose workers kept
     dying, is failed with that one-line error. Stale ``.part`` files of dead workers are
     removed at the end. With ``-v`` (a verbose ``progress``) the run's timeline is printed
     per worker, and written as JSON to the file named by ``$MSA_DASK_TIMELINE``. Raises
@@ -333,7 +446,8 @@ def _submit_and_collect(
                       workers=[address], allow_other_workers=False, priority=len(todo) + 1, pure=False)
         for rank, address in enumerate(addresses)
     ]
-    groups = plan_groups(todo, len(addresses))
+    split = [f for f in todo if _splits(f, fmt, len(addresses))]
+    groups = plan_groups([f for f in todo if f not in split], len(addresses))
     futures = {}
     for rank, group in enumerate(groups):
         future = client.submit(
@@ -346,19 +460,99 @@ def _submit_and_collect(
     residues = 0
     try:
         with progress.stage("families", total=len(todo), note=False) as advance:
-            for future in distributed.as_completed(futures):
-                for result in _results_of(future, futures[future], timeline):
-                    residues += result.residues
-                    if on_result is not None:
-                        on_result(result)
-                    advance(1, description=f"families ({count(residues)} residues)")
-                    yield result
+            done = (_align_split(distributed, client, family, params, fmt, cwd, per_host, f"{run_id}-{rank}",
+                                 addresses, len(groups) + 2, timeline) for rank, family in enumerate(split))
+            for result in itertools.chain(done, (
+                result for future in distributed.as_completed(futures)
+                for result in _results_of(future, futures[future], timeline)
+            )):
+                residues += result.residues
+                if on_result is not None:
+                    on_result(result)
+                advance(1, description=f"families ({count(residues)} residues)")
+                yield result
         timeline["collected"] = time.time()
         for future in warm_ups:
             if future.done() and future.exception() is None:
                 _checked(future.result(), timeline)
     finally:
         client.cancel([*futures, *warm_ups], force=True)  # a run that raised leaves nothing running
+
+
+def _splits(family: Family, fmt: str, workers: int) -> bool:
+    """Whether a family is split across the workers (msa.run.split): a large one, in a run of
+    several workers, to an uncompressed FASTA file (which the pieces write in place)."""
+    from msa.run import split
+
+    return workers > 1 and family.size > split.SPLIT_FAMILY_BYTES and fmt == "fasta" and not family.output.endswith(".gz")
+
+
+def _align_split(
+    distributed: Any, client: Any, family: Family, params: AlignParams, fmt: str, cwd: str,
+    per_host: Mapping[str, int], tag: str, addresses: Sequence[str], priority: int, timeline: dict[str, Any],
+) -> FamilyResult:
+    """One family split across the workers (msa.run.split), its steps as tasks: the plan (read,
+    tree, cut) on one worker; each piece's subtrees where Dask places them; the top merges;
+    then, the width known, the output opened here at its full size and each piece's rows
+    written into it where they were aligned; renamed whole once every piece is in. A task
+    that fails fails the family (its one-line error) and leaves no file."""
+    from msa.io.output import check_space, reserve
+    from msa.run.local import output
+
+    start = time.perf_counter()
+    name = os.path.basename(family.output)
+    made: list[Any] = []
+
+    def submit(fn: Callable[..., Any], *args: Any, step: str, on: str | None = None) -> Any:
+        """A task; ``on``: the worker it goes to while that worker lives (Dask would keep a
+        piece where the plan made it, its data being there; its rows are written where they
+        were aligned)."""
+        where = {} if on is None else {"workers": [on], "allow_other_workers": True}
+        made.append(client.submit(fn, *args, key=f"msa-split-{step}-{name}-{tag}", priority=priority,
+                                  retries=RETRIES, pure=False, **where))
+        return made[-1]
+
+    planned = submit(split_plan_on_worker, family, params, fmt, cwd, per_host, len(addresses) * _split_pieces(),
+                     step="plan")
+    try:
+        head, record = submit(_plan_head, planned, step="head").result()
+        timeline["tasks"].append(dataclasses.asdict(record))
+        if isinstance(head, BackendUnavailable):
+            raise head
+        if isinstance(head, FamilyResult):
+            return head
+        pieces = [submit(_plan_piece, planned, p, step=f"piece-{p}") for p in range(len(head.pieces))]
+        on = [addresses[p % len(addresses)] for p in range(len(pieces))]
+        aligned = [submit(align_piece_on_worker, piece, head, params, per_host, step=f"align-{p}", on=on[p])
+                   for p, piece in enumerate(pieces)]
+        profiles = [submit(_piece_profiles, a, piece, step=f"profiles-{p}")
+                    for p, (a, piece) in enumerate(zip(aligned, pieces))]
+        top = submit(merge_top_on_worker, head, profiles, params, per_host, step="top")
+        width = submit(_top_width, top, step="width").result()
+        with output(family.output) as out:
+            total = head.output_size(width)
+            check_space(out, total)
+            if not reserve(out.fileno(), 0, total):
+                os.ftruncate(out.fileno(), total)
+            writes = [submit(write_piece_on_worker, out.path, piece, a, top, params, per_host, step=f"write-{p}",
+                             on=on[p]) for p, (piece, a) in enumerate(zip(pieces, aligned))]
+            records = client.gather([*aligned, top]) + [(None, r) for r in client.gather(writes)]
+        timeline["tasks"] += [dataclasses.asdict(r) for _, r in records]
+    except Exception as exc:  # a task's error, retried and still failing, or the output's
+        if isinstance(exc, BackendUnavailable):
+            raise
+        return FamilyResult(family.input, family.output, "failed", error=family_error(family.input, _Named(
+            type(exc).__name__, exc)), seconds=time.perf_counter() - start)
+    finally:
+        client.cancel(made, force=True)  # the pieces' data go; a family that failed leaves nothing running
+    return FamilyResult(family.input, family.output, "done", sequences=head.sequences, residues=head.residues,
+                        width=width, seconds=time.perf_counter() - start, seq_type=head.params.seq_type)
+
+
+def _split_pieces() -> int:
+    from msa.run.split import PIECES_PER_WORKER
+
+    return PIECES_PER_WORKER
 
 
 def _results_of(future: Any, group: list[Family], timeline: dict[str, Any]) -> list[FamilyResult]:
@@ -369,6 +563,15 @@ def _results_of(future: Any, group: list[Family], timeline: dict[str, Any]) -> l
         return results
     named = _Named(type(error).__name__, error)
     return [FamilyResult(f.input, f.output, "failed", error=family_error(f.input, named)) for f in group]
+
+
+class _Named(Exception):
+    """A task's error as one line with its type's name first (``KilledWorker: ...``): Dask's
+    own errors say little without it."""
+
+    def __init__(self, kind: str, error: BaseException) -> None:
+        text = one_line(error)
+        super().__init__(text if text.startswith(kind) else f"{kind}: {text}")
 
 
 def _checked(value: Any, timeline: dict[str, Any]) -> Any:
@@ -406,7 +609,7 @@ def timeline_lines(timeline: Mapping[str, Any]) -> list[str]:
         by_worker.setdefault(task["worker"], []).append(task)
     for worker, tasks in sorted(by_worker.items()):
         warm = sum(t["end"] - t["start"] for t in tasks if t["kind"] == "warm-up")
-        groups = [t for t in tasks if t["kind"] == "group"]
+        groups = [t for t in tasks if t["kind"] != "warm-up"]
         busy = sum(t["end"] - t["start"] for t in tasks)
         stages: dict[str, float] = {}
         for task in groups:

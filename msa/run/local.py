@@ -209,6 +209,7 @@ def _write(read: ReadFamily, aligned, fmt: str, align_seconds: float, keep: Call
     return FamilyResult(
         family.input, family.output, "done", sequences=read.sequences, residues=read.residues,
         width=aligned.width, seconds=read.seconds + align_seconds + time.perf_counter() - start,
+        seq_type=read.prepared.params.seq_type,
     )
 
 

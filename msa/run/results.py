@@ -20,6 +20,7 @@ class FamilyResult:
     residues: int = 0
     width: int = 0
     seconds: float = 0.0
+    seq_type: str = ""
 
 
 @dataclass(frozen=True)

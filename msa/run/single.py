@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import time
 from dataclasses import dataclass
 
@@ -82,6 +83,26 @@ def align_one(
             nbytes = write_rows(out, aligned, fmt)
             interrupts.finished()  # the outputs are whole: a signal no longer stops their rename
     return AlignedOne(len(db), family.params.seq_type, aligned.width, nbytes, time.perf_counter() - start)
+
+
+def align_one_on_cluster(
+    input: str, out_path: str | None, params: AlignParams, cluster: dict, *, fmt: str = "fasta",
+) -> AlignedOne:
+    """Align one FASTA file to ``out_path`` on a Dask cluster (``-o OUT --gpus N``, ``--workers``,
+    ``--scheduler``): a large family split across the workers along its guide tree
+    (msa.run.split), the output byte-identical. Raises ValueError with the family's one-line
+    error where it failed."""
+    if out_path is None or out_path == "-":
+        raise ValueError("a cluster's workers write the output: give -o FILE (or -O DIR), not stdout")
+    check_paths([(f"the input {input}", input), *tree_file_read(params)], [(f"-o/--output {out_path}", out_path)])
+    if not os.path.isfile(input):
+        raise ValueError(f"{input}: a cluster's workers read the input again: give a regular file, not a pipe")
+    from msa.run import run_families
+
+    [result] = run_families([Family(input, out_path, os.path.getsize(input))], params, fmt=fmt, cluster=cluster).results
+    if result.status == "failed":
+        raise ValueError(result.error or input)
+    return AlignedOne(result.sequences, result.seq_type, result.width, None, result.seconds)
 
 
 def tree_one(input: str, out_path: str | None, params: AlignParams, memory_cap: int | None = None) -> None:

@@ -76,3 +76,87 @@ def node_levels(children: np.ndarray, n_leaves: int) -> np.ndarray:
     for k in range(len(children)):
         level[n_leaves + k] = 1 + max(level[children[k, 0]], level[children[k, 1]])
     return level[n_leaves:]
+
+
+@dataclass
+class TreeCut:
+    """A tree cut into subtrees below a top part: subtree ``k`` is rooted at ``roots[k]`` (its
+    leaves ``leaves[k]``, ascending, and its own tree over them, leaf ``i`` being
+    ``leaves[k][i]``); ``top`` is the tree over the subtrees (its leaf ``k`` is subtree ``k``),
+    whose merges are the original tree's above the cut, in its order. Aligning each subtree
+    and then merging their roots along ``top`` makes every merge of the whole tree, so a family
+    can be split across workers without changing a byte (msa.run.split)."""
+
+    roots: np.ndarray
+    top: GuideTree
+    leaves: list[np.ndarray]
+    trees: list[GuideTree]
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Leaves of each subtree."""
+        return np.array([len(leaves) for leaves in self.leaves], dtype=np.int64)
+
+
+def cut_tree(tree: GuideTree, max_leaves: int, max_top: int) -> TreeCut:
+    """Cut ``tree`` from its root down, always at the largest subtree, until none has more than
+    ``max_leaves`` leaves or ``max_top`` nodes are above the cut (a tree like a chain would
+    otherwise peel off one leaf per cut)."""
+    import heapq
+
+    n = tree.n_leaves
+    sizes = leaf_counts(tree.children, n)
+    heap = [(-int(sizes[tree.root]), tree.root)]
+    above: list[int] = []
+    while -heap[0][0] > max_leaves and len(above) < max_top:
+        _, node = heapq.heappop(heap)
+        above.append(node)
+        for child in tree.children[node - n].tolist():
+            heapq.heappush(heap, (-int(sizes[child]), child))
+    roots = np.array(sorted(node for _, node in heap), dtype=np.int64)
+    top_nodes = np.array(sorted(above), dtype=np.int64)
+    k = len(roots)
+    rank = np.full(tree.n_nodes, -1, dtype=np.int64)  # a node's id in the top tree
+    rank[roots] = np.arange(k)
+    rank[top_nodes] = k + np.arange(len(top_nodes))
+    top = GuideTree(k, rank[tree.children[top_nodes - n]] if len(top_nodes) else np.zeros((0, 2)),
+                    tree.heights[top_nodes - n] if len(top_nodes) else np.zeros(0))
+    label = subtree_labels(tree.children, n, roots)
+    leaves, trees = [], []
+    leaf_order = np.argsort(label[:n], kind="stable")
+    leaf_bounds = np.searchsorted(label[:n][leaf_order], np.arange(k + 1))
+    inner = label[n:]
+    inner_order = np.argsort(inner, kind="stable")
+    inner_bounds = np.searchsorted(inner[inner_order], np.arange(k + 1))
+    local = np.zeros(tree.n_nodes, dtype=np.int64)  # a node's id in its subtree's tree
+    for s in range(k):
+        own = leaf_order[leaf_bounds[s] : leaf_bounds[s + 1]]
+        merges = inner_order[inner_bounds[s] : inner_bounds[s + 1]]  # rows of tree.children, ascending
+        local[own] = np.arange(len(own))
+        local[merges + n] = len(own) + np.arange(len(merges))
+        leaves.append(own)
+        trees.append(GuideTree(len(own), local[tree.children[merges]], tree.heights[merges]))
+    return TreeCut(roots, top, leaves, trees)
+
+
+@njit(cache=True, nogil=True)
+def leaf_counts(children: np.ndarray, n_leaves: int) -> np.ndarray:
+    """Leaves below every node (1 for a leaf)."""
+    size = np.ones(n_leaves + len(children), dtype=np.int64)
+    for k in range(len(children)):
+        size[n_leaves + k] = size[children[k, 0]] + size[children[k, 1]]
+    return size
+
+
+@njit(cache=True, nogil=True)
+def subtree_labels(children: np.ndarray, n_leaves: int, roots: np.ndarray) -> np.ndarray:
+    """For every node, the index in ``roots`` of the subtree it is in (-1 above them): each
+    node passes its label to its children, parents first (children are smaller ids)."""
+    label = np.full(n_leaves + len(children), -1, dtype=np.int64)
+    for s in range(len(roots)):
+        label[roots[s]] = s
+    for k in range(len(children) - 1, -1, -1):
+        if label[n_leaves + k] >= 0:
+            label[children[k, 0]] = label[n_leaves + k]
+            label[children[k, 1]] = label[n_leaves + k]
+    return label

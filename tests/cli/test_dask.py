@@ -291,3 +291,156 @@ def test_cluster_flags_without_dask_are_one_line_errors(monkeypatch, capsys, tmp
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == f"msa: error: {message}\n"
     assert os.listdir(tmp_path) == ["a.fa"]  # before any work: no output directory
+
+
+# --- one family split across the workers (msa.run.split) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> tuple[Path, bytes, bytes]:
+    """A family with duplicates (the example, then each record again under another name), and its
+    one-process outputs without refinement and with it (``--refine auto`` refines its 200
+    distinct sequences)."""
+    from msa import align_files
+
+    folder = tmp_path_factory.mktemp("big")
+    data = EXAMPLE.read_bytes()
+    (folder / "big.fa").write_bytes(data + data.replace(b">", b">again_"))
+    assert align_files([folder / "big.fa"], folder / "off", device="cpu", refine="off").ok
+    assert align_files([folder / "big.fa"], folder / "auto", device="cpu").ok
+    return folder / "big.fa", (folder / "off" / "big.fa").read_bytes(), (folder / "auto" / "big.fa").read_bytes()
+
+
+def _split_kill_plugin(marker: str, where: str):
+    """A worker plugin (test-only) that kills its worker once, in msa.run.split's ``where``
+    (``align_piece``; ``write_piece`` after writing its rows with every residue an ``X``, so that
+    only its rerun can make the output right)."""
+    from distributed import WorkerPlugin
+
+    class KillInSplit(WorkerPlugin):
+        name = "msa-test-kill-split"
+
+        def setup(self, worker) -> None:
+            import dataclasses
+
+            import numpy as np
+
+            import msa.run.split
+
+            original = self.original = getattr(msa.run.split, where)
+
+            def die_once(*args):
+                try:
+                    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+                except FileExistsError:  # killed once already
+                    return original(*args)
+                if where == "write_piece":
+                    path, piece, *rest = args
+                    dbs = [dataclasses.replace(db, residues=np.full_like(db.residues, ord("X"))) for db in piece.dbs]
+                    original(path, dataclasses.replace(piece, dbs=dbs), *rest)
+                os._exit(1)
+
+            setattr(msa.run.split, where, die_once)
+
+        def teardown(self, worker) -> None:
+            import msa.run.split
+
+            setattr(msa.run.split, where, self.original)
+
+    return KillInSplit()
+
+
+@needs_dask
+@pytest.mark.parametrize("where", [None, "align_piece", "write_piece"])
+def test_a_split_family_is_the_one_process_output(big, client, tmp_path: Path, monkeypatch, where) -> None:
+    """A family over the split size on 2 workers: planned on one, its pieces aligned and written
+    on both, byte-identical to the one-process run; a worker killed while it aligns or writes
+    a piece loses nothing (Dask runs what it held again) and leaves no file but the output."""
+    import json
+
+    import msa.run.dask as run_dask
+    import msa.run.split as run_split
+    from msa import align_files
+
+    path, expected, _ = big
+    monkeypatch.setattr(run_split, "SPLIT_FAMILY_BYTES", 1000)
+    monkeypatch.setenv(run_dask.TIMELINE_ENV, str(tmp_path / "timeline.json"))
+    marker = tmp_path / "killed"
+    if where:
+        client.register_plugin(_split_kill_plugin(str(marker), where))
+    try:
+        summary = align_files([path], tmp_path / "out", scheduler=client, device="cpu", refine="off")
+    finally:
+        if where:
+            client.unregister_worker_plugin("msa-test-kill-split")
+    assert summary.ok and summary.done[0].sequences == 400, summary
+    assert os.listdir(tmp_path / "out") == ["big.fa"]  # no .part file
+    assert (tmp_path / "out" / "big.fa").read_bytes() == expected
+    tasks = json.loads((tmp_path / "timeline.json").read_text())["tasks"]
+    kinds = {t["kind"] for t in tasks}
+    assert {"split plan", "split piece", "split top", "split write"} <= kinds, kinds
+    if where:
+        assert marker.exists()
+        client.wait_for_workers(2, timeout=60)
+    else:
+        assert len({t["worker"] for t in tasks if t["kind"] == "split piece"}) == 2  # both aligned pieces
+
+
+@needs_dask
+def test_a_family_to_refine_is_aligned_whole_on_one_worker(big, client, tmp_path: Path, monkeypatch) -> None:
+    """Refinement needs the whole alignment: the plan's worker aligns such a family itself."""
+    import json
+
+    import msa.run.dask as run_dask
+    import msa.run.split as run_split
+    from msa import align_files
+
+    path, _, refined = big
+    monkeypatch.setattr(run_split, "SPLIT_FAMILY_BYTES", 1000)
+    monkeypatch.setenv(run_dask.TIMELINE_ENV, str(tmp_path / "timeline.json"))
+    assert align_files([path], tmp_path / "out", scheduler=client, device="cpu").ok
+    assert (tmp_path / "out" / "big.fa").read_bytes() == refined
+    tasks = json.loads((tmp_path / "timeline.json").read_text())["tasks"]
+    assert sorted(t["kind"] for t in tasks) == ["split plan", "warm-up", "warm-up"]
+
+
+@needs_dask
+def test_a_split_family_that_fails_leaves_no_file(big, client, tmp_path: Path, monkeypatch) -> None:
+    """A step that keeps failing (after Dask's retries) fails the family with one line naming
+    its input; the output is not written, its temporary file is gone."""
+    import msa.run.split as run_split
+    from msa import align_files
+
+    path, _, _ = big
+    monkeypatch.setattr(run_split, "SPLIT_FAMILY_BYTES", 1000)
+
+    def broken() -> None:
+        import msa.run.split
+
+        def merge_top(*args):
+            raise MemoryError("no room for the top")
+
+        msa.run.split.merge_top = merge_top
+
+    client.run(broken)
+    try:
+        summary = align_files([path], tmp_path / "out", scheduler=client, device="cpu", refine="off")
+    finally:
+        client.restart()
+    [failed] = summary.failed
+    assert failed.error.startswith(f"{path}: MemoryError: no room for the top"), failed.error
+    assert os.listdir(tmp_path / "out") == []
+
+
+@needs_dask
+def test_one_family_to_a_file_on_a_cluster(run_msa, big, tmp_path: Path) -> None:
+    """``-o FILE --workers 2``: the family on a local cluster, the same bytes; stdout is refused."""
+    path, _, expected = big
+    result = run_msa("align", path, "-o", "out.fa", "--device", "cpu", "--workers", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr.decode()
+    assert (tmp_path / "out.fa").read_bytes() == expected
+    assert "aligned 400 sequences (protein, detected)" in result.stderr.decode()
+    result = run_msa("align", path, "--device", "cpu", "--workers", "2", cwd=tmp_path)
+    assert result.returncode == 2 or result.returncode == 1
+    assert error_lines(result.stderr) == ["msa: error: a cluster's workers write the output: give -o FILE "
+                                          "(or -O DIR), not stdout"]
