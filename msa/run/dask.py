@@ -306,7 +306,9 @@ def split_plan_on_worker(
             value = _align_alone(read, backend, fmt, lambda output: False)
         else:
             try:
-                value = plan_split(read.prepared, family_tree(read.prepared, backend), pieces)
+                tree = family_tree(read.prepared, backend)
+                with current().stage("planning"):
+                    value = plan_split(read.prepared, tree, pieces)
             except FAMILY_ERRORS as exc:
                 value = _failed(where, exc, read.seconds)
     if isinstance(value, FamilyResult):
@@ -334,7 +336,7 @@ def merge_top_on_worker(plan: Any, profiles: Sequence[Mapping[int, Any]], params
         for s, profile in of_piece.items():
             ordered[s] = profile
     with _task("split top", params, per_host) as box:
-        with current().stage("aligning profiles"):
+        with current().stage("top merges"):
             top = merge_top(plan, ordered, worker_backend(box["params"].device))
     return top, box["record"]
 
@@ -517,6 +519,7 @@ def _align_split(
     try:
         head, record = submit(_plan_head, planned, step="head").result()
         timeline["tasks"].append(dataclasses.asdict(record))
+        stamps = timeline.setdefault("split", {}).setdefault(family.input, {"planned": time.time()})
         if isinstance(head, BackendUnavailable):
             raise head
         if isinstance(head, FamilyResult):
@@ -529,6 +532,7 @@ def _align_split(
                     for p, (a, piece) in enumerate(zip(aligned, pieces))]
         top = submit(merge_top_on_worker, head, profiles, params, per_host, step="top")
         width = submit(_top_width, top, step="width").result()
+        stamps["merged"] = time.time()
         with output(family.output) as out:
             total = head.output_size(width)
             check_space(out, total)
@@ -537,6 +541,7 @@ def _align_split(
             writes = [submit(write_piece_on_worker, out.path, piece, a, top, params, per_host, step=f"write-{p}",
                              on=on[p]) for p, (piece, a) in enumerate(zip(pieces, aligned))]
             records = client.gather([*aligned, top]) + [(None, r) for r in client.gather(writes)]
+        stamps["written"] = time.time()
         timeline["tasks"] += [dataclasses.asdict(r) for _, r in records]
     except Exception as exc:  # a task's error, retried and still failing, or the output's
         if isinstance(exc, BackendUnavailable):
@@ -596,7 +601,7 @@ def _report_timeline(timeline: dict[str, Any], progress: Progress) -> None:
 
 def timeline_lines(timeline: Mapping[str, Any]) -> list[str]:
     """The timeline per worker, in seconds from the run's start: the cluster ready, the last
-    result, the cluster closed; each worker's span, warm-up, its tasks' stages, and its idle
+    result, the cluster closed; a split family's plan, top merges and rows done; each worker's span, warm-up, its tasks' stages, and its idle
     time (from the cluster being ready to the last result, less its tasks)."""
     t0 = timeline["start"]
     ready = timeline.get("ready", t0)
@@ -604,6 +609,8 @@ def timeline_lines(timeline: Mapping[str, Any]) -> list[str]:
     lines = [f"dask: cluster ready at {ready - t0:.1f} s, {timeline.get('workers', 0)} workers, "
              f"tasks of {timeline.get('groups', [])} families, last result at {collected - t0:.1f} s, "
              f"closed at {timeline['end'] - t0:.1f} s"]
+    for family, stamps in timeline.get("split", {}).items():
+        lines.append(f"dask: {family} split: " + ", ".join(f"{step} at {at - t0:.1f} s" for step, at in stamps.items()))
     by_worker: dict[str, list[Mapping[str, Any]]] = {}
     for task in timeline["tasks"]:
         by_worker.setdefault(task["worker"], []).append(task)

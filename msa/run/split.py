@@ -43,8 +43,12 @@ from msa.tree.guide_tree import GuideTree, cut_tree
 #: (PF00078.10000 x 100, 10^6 sequences, is 0.3 GB; one GPU aligned it in 34.5 s), smaller
 #: ones are aligned whole on one worker.
 SPLIT_FAMILY_BYTES = 1 << 27
-#: Pieces (tasks) per worker: more than one, so that a worker whose piece was small takes another.
-PIECES_PER_WORKER = 2
+#: Pieces (tasks) per worker: one, a forest of all its subtrees in shared launches. The subtrees
+#: are nearly as deep as the whole tree (PF00078.10000 x 10: 745 of its 847 levels below a cut
+#: at 1/16 of the sequences), and a level costs launches and a host round trip whatever its
+#: size: two pieces on one GPU paid the levels twice (10^6 on 2 H200: 53.7 s against one
+#: GPU's 44.5 s).
+PIECES_PER_WORKER = 1
 #: Subtrees per piece the cut aims at: the pieces are then packed from them to about equal residues.
 SUBTREES_PER_PIECE = 4
 #: Most merges above the cut: where the top of the tree is a chain, each cut peels a few
