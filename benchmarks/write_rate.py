@@ -2,7 +2,8 @@
 (msa.io.fasta.fill_mapped), with the file's space reserved (posix_fallocate, timed apart) or left
 sparse (ftruncate), by 1 to N threads and by 2 processes at once: the ceiling of the writing
 stage; then msa's own writer (write_fasta) on a synthetic alignment of as many bytes (rows of
-``--width`` columns with 250 residues each), to see how close it comes.
+``--width`` columns with 250 residues each) with maps of 64 MB, 256 MB and 1 GB (MAP_BYTES), to
+see how close it comes.
 
     python3 benchmarks/write_rate.py /tmp/probe --gb 8 --threads 16 --width 23393
 """
@@ -74,6 +75,7 @@ def msa_writer(path: str, size: int, width: int, residues: int = 250) -> None:
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import msa.io.fasta
     from msa.alignment import AlignedRows
     from msa.io.fasta import wrapped_line, write_fasta
     from msa.io.output import open_output
@@ -85,14 +87,19 @@ def msa_writer(path: str, size: int, width: int, residues: int = 250) -> None:
     columns = np.tile(np.sort(np.random.default_rng(0).choice(width, residues, replace=False)), n).astype(np.int64)
     names = [f"seq{i:09d}_v1" for i in range(n)]
     rows = AlignedRows(names, names, SeqDB(names, names, letters, offsets, letters), columns, width)
-    os.sync()
-    start = time.perf_counter()
-    with open_output(path) as out:
-        total = write_fasta(out, names, rows)
-    seconds = time.perf_counter() - start
-    print(f"msa write_fasta: {total / seconds / 1e9:5.2f} GB/s ({total / 1e9:.1f} GB, {n} rows of {width} "
-          f"columns in {seconds:.2f} s)", flush=True)
-    os.unlink(path)
+    default = msa.io.fasta.MAP_BYTES
+    for window in sorted({1 << 26, 1 << 28, 1 << 30, default}):  # a window's fixed cost against its size
+        msa.io.fasta.MAP_BYTES = window
+        os.sync()
+        start = time.perf_counter()
+        with open_output(path) as out:
+            total = write_fasta(out, names, rows)
+        seconds = time.perf_counter() - start
+        print(f"msa write_fasta, {window >> 20} MB windows{' (MAP_BYTES)' if window == default else ''}: "
+              f"{total / seconds / 1e9:5.2f} GB/s ({total / 1e9:.1f} GB, {n} rows of {width} columns in "
+              f"{seconds:.2f} s)", flush=True)
+        os.unlink(path)
+    msa.io.fasta.MAP_BYTES = default
 
 
 if __name__ == "__main__":
