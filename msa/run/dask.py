@@ -416,6 +416,8 @@ def run_families_dask(
     DaskUnavailable without Dask, BackendUnavailable when a worker cannot start the device.
     """
     distributed = check_options(params.device, scheduler, workers, gpus)
+    if params.tree_file is not None:  # a worker's own directory is elsewhere
+        params = params.with_(tree_file=os.path.abspath(params.tree_file))
     start = time.perf_counter()
     progress = progress or current()
     results, todo = pending(families, skip_existing)
