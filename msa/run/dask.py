@@ -502,6 +502,7 @@ def _align_split(
     that fails fails the family (its one-line error) and leaves no file."""
     from msa.io.output import check_space, reserve
     from msa.run.local import output
+    from msa.run.split import PIECES_PER_WORKER
 
     start = time.perf_counter()
     name = os.path.basename(family.output)
@@ -516,7 +517,7 @@ def _align_split(
                                   retries=RETRIES, pure=False, **where))
         return made[-1]
 
-    planned = submit(split_plan_on_worker, family, params, fmt, cwd, per_host, len(addresses) * _split_pieces(),
+    planned = submit(split_plan_on_worker, family, params, fmt, cwd, per_host, len(addresses) * PIECES_PER_WORKER,
                      step="plan")
     try:
         head, record = submit(_plan_head, planned, step="head").result()
@@ -554,12 +555,6 @@ def _align_split(
         client.cancel(made, force=True)  # the pieces' data go; a family that failed leaves nothing running
     return FamilyResult(family.input, family.output, "done", sequences=head.sequences, residues=head.residues,
                         width=width, seconds=time.perf_counter() - start, seq_type=head.params.seq_type)
-
-
-def _split_pieces() -> int:
-    from msa.run.split import PIECES_PER_WORKER
-
-    return PIECES_PER_WORKER
 
 
 def _results_of(future: Any, group: list[Family], timeline: dict[str, Any]) -> list[FamilyResult]:
