@@ -464,7 +464,7 @@ def _submit_and_collect(
     residues = 0
     try:
         with progress.stage("families", total=len(todo), note=False) as advance:
-            done = (_align_split(distributed, client, family, params, fmt, cwd, per_host, f"{run_id}-{rank}",
+            done = (_align_split(client, family, params, fmt, cwd, per_host, f"{run_id}-{rank}",
                                  addresses, len(groups) + 2, timeline) for rank, family in enumerate(split))
             for result in itertools.chain(done, (
                 result for future in distributed.as_completed(futures)
@@ -492,7 +492,7 @@ def _splits(family: Family, fmt: str, workers: int) -> bool:
 
 
 def _align_split(
-    distributed: Any, client: Any, family: Family, params: AlignParams, fmt: str, cwd: str,
+    client: Any, family: Family, params: AlignParams, fmt: str, cwd: str,
     per_host: Mapping[str, int], tag: str, addresses: Sequence[str], priority: int, timeline: dict[str, Any],
 ) -> FamilyResult:
     """One family split across the workers (msa.run.split), its steps as tasks: the plan (read,
