@@ -97,11 +97,7 @@ def split_output(family, tree, pieces: int, backend, path) -> bytes:
 
     plan, parts = split.plan_split(family, tree, pieces)
     aligned = [split.align_piece(p, plan, backend) for p in parts]
-    profiles: list = [None] * len(plan.sizes)
-    for part, done in zip(parts, aligned):
-        for s, profile in zip(part.subtrees, done.profiles):
-            profiles[s] = profile
-    maps, width = split.merge_top(plan, profiles, backend)
+    maps, width = split.merge_top(plan, [done.profiles for done in aligned], backend)
     with open(path, "wb") as out:
         out.truncate(plan.output_size(width))
     for part, done in reversed(list(zip(parts, aligned))):

@@ -201,71 +201,11 @@ class _StageClock(Progress):
         yield self
 
 
-def warm_up_worker(device: str, params: AlignParams, per_host: Mapping[str, int]) -> TaskRecord | BackendUnavailable:
-    """The first task of each worker: its backend started (device context, kernels loaded) and
-    its threads set while the client submits the families."""
-    start = time.time()
-    with _LOCK:
-        params = _worker_params(params, per_host)
-        try:
-            worker_backend(device)
-        except BackendUnavailable as exc:
-            return exc
-    import distributed
-
-    return TaskRecord(distributed.get_worker().address, "warm-up", start, time.time(), params.threads)
-
-
-def align_group_on_worker(
-    group: Sequence[Family], params: AlignParams, fmt: str, cwd: str, per_host: Mapping[str, int], since_ns: int,
-) -> tuple[list[FamilyResult], TaskRecord] | BackendUnavailable:
-    """The task of a group of families: :func:`msa.run.local.run_local` with the worker's warm
-    backend (small families in shared launches), each family's result its own.
-
-    Paths are as the user gave them, relative to the client's directory ``cwd`` (a worker's
-    own is elsewhere); the results name them so. An output this run already wrote
-    (modified since ``since_ns``, the run's start: an earlier attempt of this task, on a
-    worker that died) is whole and is not written again. A bad input is a failed result, a
-    backend that cannot start the BackendUnavailable itself, which ends the run: values, not
-    exceptions, so that Dask does not retry them.
-    """
-    import distributed
-
-    start = time.time()
-    where = [Family(os.path.join(cwd, f.input), os.path.join(cwd, f.output), f.size) for f in group]
-    clock = _StageClock()
-    with _LOCK:
-        params = _worker_params(params, per_host)
-        try:
-            with clock.running():
-                summary = run_local(where, params, fmt=fmt, backend=lambda: worker_backend(params.device),
-                                    progress=clock, keep=functools.partial(_written_since, since_ns))
-        except BackendUnavailable as exc:
-            return exc
-    results = []
-    for family, full, result in zip(group, where, summary.results):
-        error = result.error and result.error.replace(full.input, family.input).replace(full.output, family.output)
-        results.append(dataclasses.replace(result, input=family.input, output=family.output, error=error))
-    record = TaskRecord(distributed.get_worker().address, "group", start, time.time(), params.threads, len(group),
-                        clock.seconds)
-    return results, record
-
-
-def _written_since(since_ns: int, path: str) -> bool:
-    """Whether ``path`` was written at or after ``since_ns`` (outputs appear whole, by a rename)."""
-    try:
-        return os.stat(path).st_mtime_ns >= since_ns
-    except OSError:
-        return False
-
-
-# --- one family split across the workers (msa.run.split) --------------------------------------
-
-
 @contextlib.contextmanager
 def _task(kind: str, params: AlignParams, per_host: Mapping[str, int], families: int = 0) -> Iterator[dict[str, Any]]:
-    """A split family's task on this worker: its threads, the one-task lock, and its record
-    (``box["record"]`` once it ends; the stages its ``clock`` timed)."""
+    """A task on this worker: the one-task lock, its params with the worker's threads
+    (``box["params"]``, set for Numba), a silent reporter timing its stages (``box["clock"]``)
+    and, once it ends, its record (``box["record"]``)."""
     import distributed
 
     start = time.time()
@@ -282,6 +222,63 @@ def _task(kind: str, params: AlignParams, per_host: Mapping[str, int], families:
                                families, clock.seconds)
 
 
+def warm_up_worker(device: str, params: AlignParams, per_host: Mapping[str, int]) -> TaskRecord | BackendUnavailable:
+    """The first task of each worker: its backend started (device context, kernels loaded) and
+    its threads set while the client submits the families."""
+    with _task("warm-up", params, per_host) as box:
+        try:
+            worker_backend(device)
+        except BackendUnavailable as exc:
+            return exc
+    return box["record"]
+
+
+def align_group_on_worker(
+    group: Sequence[Family], params: AlignParams, fmt: str, cwd: str, per_host: Mapping[str, int], since_ns: int,
+) -> tuple[list[FamilyResult], TaskRecord] | BackendUnavailable:
+    """The task of a group of families: :func:`msa.run.local.run_local` with the worker's warm
+    backend (small families in shared launches), each family's result its own.
+
+    Paths are as the user gave them, relative to the client's directory ``cwd`` (a worker's
+    own is elsewhere); the results name them so. An output this run already wrote
+    (modified since ``since_ns``, the run's start: an earlier attempt of this task, on a
+    worker that died) is whole and is not written again. A bad input is a failed result, a
+    backend that cannot start the BackendUnavailable itself, which ends the run: values, not
+    exceptions, so that Dask does not retry them.
+    """
+    where = [_on_worker(f, cwd) for f in group]
+    with _task("group", params, per_host, len(group)) as box:
+        run_params = box["params"]
+        try:
+            summary = run_local(where, run_params, fmt=fmt, backend=lambda: worker_backend(run_params.device),
+                                progress=box["clock"], keep=functools.partial(_written_since, since_ns))
+        except BackendUnavailable as exc:
+            return exc
+    return [_as_given(result, full, family) for family, full, result in zip(group, where, summary.results)], box["record"]
+
+
+def _on_worker(family: Family, cwd: str) -> Family:
+    """A family's paths as a worker sees them: joined to the client's directory ``cwd``."""
+    return Family(os.path.join(cwd, family.input), os.path.join(cwd, family.output), family.size)
+
+
+def _as_given(result: FamilyResult, where: Family, family: Family) -> FamilyResult:
+    """A worker's result (for the paths ``where``) naming the paths as the user gave them."""
+    error = result.error and result.error.replace(where.input, family.input).replace(where.output, family.output)
+    return dataclasses.replace(result, input=family.input, output=family.output, error=error)
+
+
+def _written_since(since_ns: int, path: str) -> bool:
+    """Whether ``path`` was written at or after ``since_ns`` (outputs appear whole, by a rename)."""
+    try:
+        return os.stat(path).st_mtime_ns >= since_ns
+    except OSError:
+        return False
+
+
+# --- one family split across the workers (msa.run.split) --------------------------------------
+
+
 def split_plan_on_worker(
     family: Family, params: AlignParams, fmt: str, cwd: str, per_host: Mapping[str, int], pieces: int,
 ) -> tuple[Any, TaskRecord] | BackendUnavailable:
@@ -292,7 +289,7 @@ def split_plan_on_worker(
     from msa.run.local import FAMILY_ERRORS, _align_alone, _failed, _read_family
     from msa.run.split import plan_split
 
-    where = Family(os.path.join(cwd, family.input), os.path.join(cwd, family.output), family.size)
+    where = _on_worker(family, cwd)
     with _task("split plan", params, per_host, 1) as box:
         params = box["params"]
         read = _read_family(where, params, fmt)
@@ -312,8 +309,7 @@ def split_plan_on_worker(
             except FAMILY_ERRORS as exc:
                 value = _failed(where, exc, read.seconds)
     if isinstance(value, FamilyResult):
-        error = value.error and value.error.replace(where.input, family.input).replace(where.output, family.output)
-        value = dataclasses.replace(value, input=family.input, output=family.output, error=error)
+        value = _as_given(value, where, family)
     return value, box["record"]
 
 
@@ -331,13 +327,9 @@ def merge_top_on_worker(plan: Any, profiles: Sequence[Mapping[int, Any]], params
     """The merges above the cut (msa.run.split.merge_top), from each piece's root profiles."""
     from msa.run.split import merge_top
 
-    ordered = [None] * len(plan.sizes)
-    for of_piece in profiles:
-        for s, profile in of_piece.items():
-            ordered[s] = profile
     with _task("split top", params, per_host) as box:
         with current().stage("top merges"):
-            top = merge_top(plan, ordered, worker_backend(box["params"].device))
+            top = merge_top(plan, profiles, worker_backend(box["params"].device))
     return top, box["record"]
 
 
@@ -363,8 +355,8 @@ def _plan_piece(planned: tuple[Any, TaskRecord], p: int) -> Any:
     return planned[0][1][p]
 
 
-def _piece_profiles(aligned: tuple[Any, TaskRecord], piece: Any) -> dict[int, Any]:
-    return dict(zip(piece.subtrees, aligned[0].profiles))
+def _piece_profiles(aligned: tuple[Any, TaskRecord]) -> dict[int, Any]:
+    return aligned[0].profiles
 
 
 def _top_width(top: tuple[Any, TaskRecord]) -> int:
@@ -531,8 +523,7 @@ def _align_split(
         on = [addresses[p % len(addresses)] for p in range(len(pieces))]
         aligned = [submit(align_piece_on_worker, piece, head, params, per_host, step=f"align-{p}", on=on[p])
                    for p, piece in enumerate(pieces)]
-        profiles = [submit(_piece_profiles, a, piece, step=f"profiles-{p}")
-                    for p, (a, piece) in enumerate(zip(aligned, pieces))]
+        profiles = [submit(_piece_profiles, a, step=f"profiles-{p}") for p, a in enumerate(aligned)]
         top = submit(merge_top_on_worker, head, profiles, params, per_host, step="top")
         width = submit(_top_width, top, step="width").result()
         stamps["merged"] = time.time()

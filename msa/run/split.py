@@ -30,6 +30,7 @@ msa.run.dask aligns those on one worker.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,10 +97,10 @@ class Piece:
 
 @dataclass
 class AlignedPiece:
-    """A piece's progressive stage: each subtree's root profile, and every residue's column
-    within its root (the subtrees' residues end to end)."""
+    """A piece's progressive stage: each subtree's root profile (by its index in the plan), and
+    every residue's column within its root (the subtrees' residues end to end)."""
 
-    profiles: list[np.ndarray]
+    profiles: dict[int, np.ndarray]
     columns: np.ndarray
 
 
@@ -159,16 +160,19 @@ def align_piece(piece: Piece, plan: SplitPlan, backend) -> AlignedPiece:
 
     done = progressive_profiles(piece.dbs, piece.trees, load_matrix(plan.params.matrix), [plan.gaps] * len(piece.dbs),
                                 backend)
-    return AlignedPiece([profile for _, _, profile in done], np.concatenate([columns for columns, _, _ in done]))
+    return AlignedPiece({s: profile for s, (_, _, profile) in zip(piece.subtrees, done)},
+                        np.concatenate([columns for columns, _, _ in done]))
 
 
-def merge_top(plan: SplitPlan, profiles: list[np.ndarray], backend) -> tuple[list[np.ndarray], int]:
-    """The merges above the cut, from the subtrees' root ``profiles`` (in the plan's subtree
-    order): each subtree's map from its root's columns to the final ones, and the width."""
+def merge_top(plan: SplitPlan, profiles: Sequence[Mapping[int, np.ndarray]], backend) -> tuple[list[np.ndarray], int]:
+    """The merges above the cut, from the subtrees' root ``profiles`` (each piece's, by subtree:
+    AlignedPiece.profiles): each subtree's map from its root's columns to the final ones, and
+    the width."""
     from msa.alphabet import load_matrix
     from msa.progressive import align_profiles
 
-    return align_profiles(profiles, plan.sizes, plan.top, load_matrix(plan.params.matrix), plan.gaps, backend)
+    ordered = [of_piece[s] for s in range(len(plan.sizes)) for of_piece in profiles if s in of_piece]
+    return align_profiles(ordered, plan.sizes, plan.top, load_matrix(plan.params.matrix), plan.gaps, backend)
 
 
 def write_piece(path: str, piece: Piece, aligned: AlignedPiece, maps: list[np.ndarray], width: int) -> None:
