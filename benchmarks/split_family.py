@@ -53,7 +53,8 @@ def main() -> None:
                         "--variants", str(args.copies - 1), "--max-indels", "0", "--seed", "1"], check=True)
         print(f"grown {grown.name}: {grown.stat().st_size / 1e9:.2f} GB in {time.perf_counter() - start:.0f} s",
               file=sys.stderr, flush=True)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    # the msa first on PYTHONPATH is measured (an installed wheel's, with its compiled code); the checkout last
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])))
     msa = [sys.executable, "-m", "msa", "align"]
     for tree in ("auto", "parttree"):  # every compiled function either run takes, in the caches (Numba's)
         subprocess.run([*msa, str(ROOT / "datasets" / "examples" / "example.fa"), "-o", os.devnull, "--device",

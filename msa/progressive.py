@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from msa.progress import current
-from msa.profile import AlignBatch, gap_vector, sequence_counts
+from msa.profile import N_COUNTS, AlignBatch, gap_vector, sequence_counts
 from msa.params import GapCosts
-from msa.seqdb import SeqDB
+from msa.seqdb import SeqDB, _ranges
 from msa.tree.guide_tree import GuideTree
 
 
@@ -218,6 +218,78 @@ class _Forest:
         )
 
 
+#: A GPU run puts each level on the GPU or on the host's CPU, whichever the model below predicts
+#: to finish it first (the bytes are the same either way). False keeps every level on the run's
+#: backend (tests compare the two).
+HYBRID = True
+#: The level model, seconds, fitted to 9,494 levels of 6 families timed on each side (H200 host,
+#: 16 cores, session 18; `benchmarks/level_model.py`): a GPU level pays a fixed cost (a dozen
+#: launches and allocations, metadata uploads, a wait for the parents' widths), its longest
+#: merge's chain of DP steps, and a little per column and merge; a host level a smaller fixed
+#: cost (NumPy and calls), its cells shared by the threads, its largest merge's cells (on one
+#: thread), and a little per column and merge.
+GPU_LEVEL_S = 8.7e-4
+GPU_ROW_S = 3.3e-6  # x the longest merge's narrower side
+GPU_STEP_S = 2.7e-7  # x the longest merge's two sides
+GPU_COLUMN_S = 3.9e-9
+GPU_MERGE_S = 6.9e-7
+CPU_LEVEL_S = 2.4e-4
+CPU_CELL_S = 1.2e-8  # x (cells / threads + the largest merge's cells)
+CPU_COLUMN_S = 1.3e-7
+CPU_MERGE_S = 2.2e-6
+#: Moving children's tables to the other side: per level (a gather there, a copy, a wait, and
+#: the top-down pass's crossing back), and per byte.
+LINK_CALL_S = 2.0e-4
+LINK_BYTE_S = 1 / 1.0e10
+
+
+class _Sides:
+    """Where a level may run: side 0 is the run's backend; where that is not the host (a GPU),
+    side 1 is the host's CPU backend, made on first use, for the levels too small to pay a GPU
+    level's fixed cost (deep trees are thousands of levels of one or two small merges)."""
+
+    def __init__(self, backend) -> None:
+        self.main = backend
+        self.hybrid = HYBRID and backend.xp is not np
+        self._host = None if self.hybrid else backend
+        self._threads = 1
+
+    def backend(self, side: int):
+        if side == 0:
+            return self.main
+        if self._host is None:
+            import numba
+
+            from msa.backends.cpu import CpuBackend
+
+            self._host, self._threads = CpuBackend(), numba.get_num_threads()
+        return self._host
+
+    def xp(self, side: int):
+        return self.backend(side).xp
+
+    def move(self, a, side: int):
+        """``a`` (on the other side) on ``side``."""
+        return self.main.xp.asarray(a) if side == 0 else self.main.to_host(a)
+
+    def choose(self, wa: np.ndarray, wb: np.ndarray, away: np.ndarray) -> int:
+        """The side of a level of merges ``wa[k]`` x ``wb[k]`` columns: the one the model
+        predicts to finish first, counting the move of the children's tables held on the
+        other side (``away[s]``: their columns on side ``s``'s other side)."""
+        if not self.hybrid:
+            return 0
+        if self._host is None:
+            self.backend(1)
+        cells = wa * wb
+        cols, m = float((wa + wb).sum()), len(wa)
+        gpu = (GPU_LEVEL_S + GPU_ROW_S * float(np.minimum(wa, wb).max()) + GPU_STEP_S * float((wa + wb).max())
+               + GPU_COLUMN_S * cols + GPU_MERGE_S * m)
+        cpu = (CPU_LEVEL_S + CPU_CELL_S * (float(cells.sum()) / self._threads + float(cells.max()))
+               + CPU_COLUMN_S * cols + CPU_MERGE_S * m)
+        link = [LINK_CALL_S + LINK_BYTE_S * 4 * N_COUNTS * float(c) if c else 0.0 for c in away]
+        return 0 if gpu + link[0] <= cpu + link[1] else 1
+
+
 def _align_forest(
     forest: _Forest, matrix: np.ndarray, backend, profiles: bool = False
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray] | None]:
@@ -226,89 +298,123 @@ def _align_forest(
     each root's profile table (host; else None)."""
     n = forest.n
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
-    xp = backend.xp
+    sides = _Sides(backend)
     order = np.argsort(forest.levels, kind="stable")
     bounds = np.flatnonzero(np.diff(forest.levels[order])) + 1
     batches = np.split(order + n, bounds)
 
-    pool = _ProfilePool(backend, forest.codes, forest.offsets, forest.n_nodes)
+    pool = _ProfilePool(sides, forest.codes, forest.offsets, forest.n_nodes)
     sizes = np.ones(forest.n_nodes, dtype=np.int64)
     done: list[np.ndarray] = []  # the batches as run: levels, cut where they do not fit the device
-    batch_maps: list[np.ndarray] = []
+    batch_maps: list = []
+    batch_side: list[int] = []
     with current().stage("aligning profiles", total=len(forest.children)) as advance:
         for level in batches:
-            cuts = backend.level_cuts(pool.widths[forest.children[level - n].reshape(-1)])
+            kid_widths = pool.widths[forest.children[level - n]]
+            side = sides.choose(kid_widths[:, 0], kid_widths[:, 1], pool.away(forest.children[level - n]))
+            run = sides.backend(side)
+            cuts = run.level_cuts(kid_widths.reshape(-1))
             for nodes in np.split(level, cuts[1:-1]):
                 kids = forest.children[nodes - n].reshape(-1)
                 sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
-                gathered, col_offsets = pool.take(kids)
+                gathered, col_offsets = pool.take(kids, side)
                 batch = AlignBatch(gathered, col_offsets, sizes[kids], matrix, forest.gaps[nodes - n])
                 del gathered
-                result = backend.profile_align(batch)
+                result = run.profile_align(batch)
                 del batch  # the gathered tables go before the parents are kept
-                pool.add_level(nodes, result.counts, result.col_offsets)
-                batch_maps.append(result.maps.astype(xp.int32, copy=False))  # the GPU's are int32 already
+                pool.add_level(nodes, result.counts, result.col_offsets, side)
+                batch_maps.append(result.maps.astype(run.xp.int32, copy=False))  # the GPU's are int32 already
+                batch_side.append(side)
                 done.append(nodes)
                 advance(len(nodes))
     tables = None
     if profiles:
-        gathered, offs = pool.take(forest.roots)
-        host = backend.to_host(gathered)
+        gathered, offs = pool.take(forest.roots, 1 if sides.hybrid else 0)
+        host = sides.backend(1 if sides.hybrid else 0).to_host(gathered)
         tables = [host[offs[i] : offs[i + 1]] for i in range(len(forest.roots))]
-    columns = _place_columns(backend, forest, done, batch_maps, pool)
-    return backend.to_host(columns), pool.widths[forest.roots], tables
+    columns = _place_columns(sides, forest, done, batch_maps, batch_side, pool)
+    return columns, pool.widths[forest.roots], tables
 
 
 class _ProfilePool:
-    """The profile tables of finished nodes, on the backend, one store per level.
+    """The profile tables of finished nodes, one store per level, each on the side its level ran.
 
     A node is addressed by (store, row); a level's children are gathered by one
-    backend call (``gather_profiles``: leaves one-hot from the codes, inner nodes
-    copied from their stores), never an operation per node or per store. A store
-    is dropped when its last node is taken and compacted when less than half of
-    it is still live, so memory stays within twice the live profiles.
-    ``level``/``start`` keep each node's place in its level's output, which the
-    top-down pass uses.
+    backend call on the level's side (``gather_profiles``: leaves one-hot from the
+    codes, inner nodes copied from their stores), never an operation per node or
+    per store; children held on the other side are gathered there first and moved
+    over in one copy. A store is dropped when its last node is taken and compacted
+    when less than half of it is still live, so memory stays within twice the live
+    profiles. ``level``/``start`` keep each node's place in its level's output,
+    which the top-down pass uses.
     """
 
-    def __init__(self, backend, codes: np.ndarray, offsets: np.ndarray, n_nodes: int) -> None:
-        self.backend, self.offsets, self.n = backend, offsets, len(offsets) - 1
-        self.codes = backend.xp.asarray(codes)  # one upload on the GPU, the same array on the CPU
+    def __init__(self, sides: _Sides, codes: np.ndarray, offsets: np.ndarray, n_nodes: int) -> None:
+        self.sides, self.offsets, self.n = sides, offsets, len(offsets) - 1
+        self.codes = [sides.main.xp.asarray(codes), codes]  # one upload on the GPU, the same array on the CPU
         self.widths = np.zeros(n_nodes, dtype=np.int64)
         self.widths[: self.n] = np.diff(offsets)
         self.level = np.full(n_nodes, -1, dtype=np.int64)
         self.start = np.zeros(n_nodes, dtype=np.int64)  # row in its level's output
         self.row = np.zeros(n_nodes, dtype=np.int64)  # row in its store now (after compactions)
         self.live = np.zeros(n_nodes, dtype=bool)
+        self.node_side = np.zeros(n_nodes, dtype=np.int8)  # the side of each inner node's store
         self.stores: list = []
+        self.side: list[int] = []  # each store's side
         self.members: list[np.ndarray | None] = []  # each store's nodes still in it, in node order
         self.store_live: list[int] = []
         self.level_cols: list[int] = []
 
-    def add_level(self, nodes: np.ndarray, counts, col_offsets: np.ndarray) -> None:
-        """Keep a level's parent tables (merge ``k`` is ``nodes[k]``)."""
+    def add_level(self, nodes: np.ndarray, counts, col_offsets: np.ndarray, side: int) -> None:
+        """Keep a level's parent tables (merge ``k`` is ``nodes[k]``), held on ``side``."""
         k = len(self.stores)
         self.widths[nodes] = np.diff(col_offsets)
         self.level[nodes] = k
         self.start[nodes] = self.row[nodes] = col_offsets[:-1]
         self.live[nodes] = True
+        self.node_side[nodes] = side
         self.stores.append(counts)
+        self.side.append(side)
         self.members.append(np.asarray(nodes))
         self.store_live.append(int(col_offsets[-1]))
         self.level_cols.append(int(col_offsets[-1]))
 
-    def take(self, kids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The tables of ``kids`` laid end to end, and their column offsets; inner nodes leave the pool."""
+    def away(self, kids: np.ndarray) -> np.ndarray:
+        """Columns of ``kids``' tables a level would move in, run on side 0 and on side 1."""
+        inner = kids[kids >= self.n]
+        if not self.sides.hybrid or len(inner) == 0:
+            return np.zeros(2, dtype=np.int64)
+        on = self.node_side[inner]
+        w = self.widths[inner]
+        return np.array([w[on == 1].sum(), w[on == 0].sum()], dtype=np.int64)
+
+    def take(self, kids: np.ndarray, side: int) -> tuple[object, np.ndarray]:
+        """The tables of ``kids`` laid end to end on ``side``, and their column offsets; inner
+        nodes leave the pool. Only the stores read are passed on (a deep tree has a store per
+        level, and a list of them all per level was quadratic in the depth)."""
         w = self.widths[kids]
         leaf = kids < self.n
-        store = np.where(leaf, -1, self.level[kids])
-        first = np.where(leaf, self.offsets[np.minimum(kids, self.n)], self.row[kids])
-        out = self.backend.gather_profiles(self.stores, store, first, w, self.codes)
         inner = kids[~leaf]
+        first = np.where(leaf, self.offsets[np.minimum(kids, self.n)], self.row[kids])
+        used, index = np.unique(self.level[inner], return_inverse=True)
+        part = np.full(len(kids), -1, dtype=np.int64)
+        part[~leaf] = index
+        held = [self.stores[s] for s in used.tolist()]
+        on = [self.side[s] for s in used.tolist()]
+        parts = [st if o == side else None for st, o in zip(held, on)]
+        away = np.flatnonzero(~leaf)[self.node_side[inner] != side] if self.sides.hybrid else []
+        if len(away):  # gathered on their side, moved here in one copy, read as one more part
+            there = [st if o != side else None for st, o in zip(held, on)]
+            moved = self.sides.backend(1 - side).gather_profiles(
+                there, part[away], first[away], w[away], self.codes[1 - side])
+            parts.append(self.sides.move(moved, side))
+            first = first.copy()
+            part[away], first[away] = len(parts) - 1, _offsets(w[away])[:-1]
+        out = self.sides.backend(side).gather_profiles(parts, part, first, w, self.codes[side])
         self.live[inner] = False
-        taken = np.bincount(store[~leaf], weights=w[~leaf], minlength=len(self.stores))
-        for s in np.flatnonzero(taken).tolist():
-            self.store_live[s] -= int(taken[s])
+        taken = np.bincount(index, weights=w[~leaf], minlength=len(used))
+        for s, t in zip(used.tolist(), taken.tolist()):
+            self.store_live[s] -= int(t)
             if self.store_live[s] == 0:
                 self.stores[s] = self.members[s] = None
             elif 2 * self.store_live[s] < len(self.stores[s]):
@@ -319,45 +425,83 @@ class _ProfilePool:
         keep = self.members[s][self.live[self.members[s]]]
         self.members[s] = keep
         w = self.widths[keep]
-        self.stores[s] = self.backend.gather_profiles(
-            self.stores, np.full(len(keep), s), self.row[keep], w, self.codes
+        self.stores[s] = self.sides.backend(self.side[s]).gather_profiles(
+            [self.stores[s]], np.zeros(len(keep), dtype=np.int64), self.row[keep], w, self.codes[self.side[s]]
         )
         self.row[keep] = _offsets(w)[:-1]
 
 
-def _place_columns(backend, forest: _Forest, batches: list[np.ndarray], batch_maps: list, pool: _ProfilePool):
-    """Top-down: the final column of every residue (``xp`` int64, ``forest.codes`` layout).
+def _place_columns(
+    sides: _Sides, forest: _Forest, batches: list[np.ndarray], batch_maps: list, batch_side: list[int],
+    pool: _ProfilePool,
+) -> np.ndarray:
+    """Top-down: the final column of every residue (host int64, ``forest.codes`` layout).
 
     ``final[k]`` holds the final column of every column of level ``k``'s outputs,
     in that level's layout; a level's maps (relative to each parent) turn it into
     the final columns of its inputs, which go to the leaves' residues and to the
-    levels that made the inner children: one ``place_segments`` call per level.
-    A family's root is its own final alignment (column c is final column c).
+    levels that made the inner children: one ``place_segments`` call per level, on
+    the side the level ran (where its maps are). What a level writes for a level
+    or for residues on the other side stays on its own side until read: a level's
+    final columns are brought together before it places its own, the residues'
+    at the end. A family's root is its own final alignment (column c is final column c).
     """
-    xp, n = backend.xp, forest.n
-    columns = xp.empty(len(forest.codes), dtype=xp.int64)
-    final: list = [None] * len(batches)
+    n = forest.n
+    columns: list = [None, None]  # the residues' final columns, on each side that wrote some
+    final: list[list] = [[None, None] for _ in batches]
+    owner = np.full(forest.n_nodes, -1, dtype=np.int64)  # the batch that merges each node into its parent
+    for k, nodes in enumerate(batches):
+        owner[forest.children[nodes - n].reshape(-1)] = k
+    owner_side = np.append(np.asarray(batch_side, dtype=np.int64), -1)[owner]
     root_level = pool.level[forest.roots]
     for k in range(len(batches) - 1, -1, -1):
+        side, nodes = batch_side[k], batches[k]
+        xp = sides.xp(side)
+        values = _joined(sides, final[k], side, nodes[owner_side[nodes] == 1 - side], pool)
         roots = forest.roots[root_level == k]
         if len(roots):
-            final[k] = _root_columns(xp, pool, roots, final[k], pool.level_cols[k])
-        nodes = batches[k]
+            values = _root_columns(xp, pool, roots, values, pool.level_cols[k])
         kids = forest.children[nodes - n].reshape(-1)
         leaf = kids < n
         dest = np.where(leaf, -1, pool.level[kids])  # -1: the residues' columns
         levels = np.unique(dest)
         for s in levels[levels >= 0].tolist():
-            if final[s] is None:
-                final[s] = xp.empty(pool.level_cols[s], dtype=xp.int64)
-        targets = [columns if s < 0 else final[s] for s in levels.tolist()]
+            if final[s][side] is None:
+                final[s][side] = xp.empty(pool.level_cols[s], dtype=xp.int64)
+        if levels[0] < 0 and columns[side] is None:
+            columns[side] = xp.empty(len(forest.codes), dtype=xp.int64)
+        targets = [columns[side] if s < 0 else final[s][side] for s in levels.tolist()]
         first = np.where(leaf, forest.offsets[np.minimum(kids, n)], pool.start[kids])
         parent = np.repeat(pool.start[nodes], 2)
-        backend.place_segments(
-            targets, np.searchsorted(levels, dest), first, final[k], batch_maps[k], parent, pool.widths[kids]
+        sides.backend(side).place_segments(
+            targets, np.searchsorted(levels, dest), first, values, batch_maps[k], parent, pool.widths[kids]
         )
-        final[k] = None
-    return columns
+        final[k] = [None, None]
+    if columns[1] is None or columns[0] is None:
+        side = 0 if columns[1] is None else 1
+        return sides.backend(side).to_host(columns[side])
+    out = sides.main.to_host(columns[0])
+    leaves = np.flatnonzero(owner_side[:n] == 1)  # residues the host's levels placed
+    at = _ranges(forest.offsets[leaves], pool.widths[leaves])
+    out[at] = columns[1][at]
+    return out
+
+
+def _joined(sides: _Sides, parts: list, side: int, away: np.ndarray, pool: _ProfilePool):
+    """A level's final columns on ``side``: ``parts[side]``, with the segments of the nodes
+    ``away`` (those merged on the other side, which wrote them into ``parts[1 - side]``)
+    copied in after one move of the whole level (by ``place_segments``, which compiles
+    nothing on the GPU). None where nothing was written (a level of roots only)."""
+    here, there = parts[side], parts[1 - side]
+    if there is None or len(away) == 0:
+        return here
+    moved = sides.move(there, side)
+    if here is None:
+        return moved
+    w, start = pool.widths[away], pool.start[away]
+    within = sides.xp(side).asarray(_ranges(np.zeros_like(w), w).astype(np.int32))  # each segment's 0..w-1
+    sides.backend(side).place_segments([here], np.zeros(len(away), dtype=np.int64), start, moved, within, start, w)
+    return here
 
 
 def _root_columns(xp, pool: _ProfilePool, roots: np.ndarray, final, n_cols: int):

@@ -31,3 +31,20 @@ def _free_pool():
     import cupy
 
     cupy.get_default_memory_pool().free_all_blocks()
+
+
+@pytest.fixture(autouse=True)
+def _device_levels(monkeypatch):
+    """Every progressive level on the GPU, so that these tests test the GPU's kernels; the
+    tests of the hybrid (levels on the host where the model says so) ask for ``hybrid``."""
+    import msa.progressive
+
+    monkeypatch.setattr(msa.progressive, "HYBRID", False)
+
+
+@pytest.fixture
+def hybrid(monkeypatch):
+    """Levels on the GPU or the host, as a user's run puts them."""
+    import msa.progressive
+
+    monkeypatch.setattr(msa.progressive, "HYBRID", True)

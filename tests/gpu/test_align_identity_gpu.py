@@ -43,6 +43,12 @@ def test_simulated(cuda_backend, n, length, seed):
     assert_identical(simulated(n, length, seed), cuda_backend)
 
 
+@pytest.mark.parametrize(("n", "length", "seed"), [(400, 250, 2), (3000, 60, 7)])
+def test_simulated_hybrid(cuda_backend, hybrid, n, length, seed):
+    """Levels on the GPU or the host as the model puts them (a user's run)."""
+    assert_identical(simulated(n, length, seed), cuda_backend)
+
+
 @pytest.mark.parametrize(("n", "length", "seed", "alphabet"), [(80, 300, 5, "dna"), (600, 500, 6, "rna")])
 def test_simulated_nucleotides(cuda_backend, n, length, seed, alphabet):
     """A DNA/RNA family (nucleotide codes, the NUC scheme, N and IUPAC codes) aligns identically."""
@@ -54,10 +60,12 @@ def test_simulated_nucleotides(cuda_backend, n, length, seed, alphabet):
 
 @pytest.mark.skipif(not BALIFAM.is_dir(), reason="BaliFam inputs not found beside the repo")
 @pytest.mark.parametrize("family", ["PF00018.1000", "PF00037.1000", "PF14604.1000"])
-def test_balifam(cuda_backend, family):
+@pytest.mark.parametrize("levels", ["device", "hybrid"])
+def test_balifam(cuda_backend, monkeypatch, family, levels):
     path = BALIFAM / family
     if not path.is_file():
         pytest.skip(f"{family} not in {BALIFAM}")
+    monkeypatch.setattr("msa.progressive.HYBRID", levels == "hybrid")
     assert_identical(read_fasta(path), cuda_backend)
 
 

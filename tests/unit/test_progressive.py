@@ -250,7 +250,10 @@ def test_incremental_gap_counts_match_recount(seed):
         np.testing.assert_array_equal(parent[c, :24], np.bincount(letters[:, c][letters[:, c] >= 0], minlength=24))
 
 
-def test_batch_equals_merges_one_by_one():
+@pytest.mark.parametrize("serial_cells", [0, 1 << 30])
+def test_batch_equals_merges_one_by_one(serial_cells, monkeypatch):
+    """A batch on the thread pool and on the calling thread gives each merge as it is alone."""
+    monkeypatch.setattr("msa.backends.cpu.align.SERIAL_CELLS", serial_cells)
     rng = np.random.default_rng(7)
     profs = [random_profile(rng, int(rng.integers(1, 4)), int(rng.integers(1, 12))) for _ in range(8)]
     sizes = np.array([int(p[1].shape[0]) for p in profs], dtype=np.int64)
@@ -432,10 +435,13 @@ def test_identical_to_famsa_with_its_tree_and_matrix():
     assert got == expected
 
 
+@pytest.mark.parametrize("serial_rows", [0, 1 << 30])
 @pytest.mark.parametrize("seed", range(3))
-def test_gather_profiles_by_definition(seed: int) -> None:
+def test_gather_profiles_by_definition(seed: int, serial_rows: int, monkeypatch) -> None:
     """The CPU gather (the GPU's oracle): each segment's rows copied from its store, or one-hot
-    rows from the codes for a leaf (store -1), end to end; empty and one-row segments included."""
+    rows from the codes for a leaf (store -1), end to end; empty and one-row segments included,
+    on the thread pool and on the calling thread."""
+    monkeypatch.setattr("msa.backends.cpu.segments.SERIAL_ROWS", serial_rows)
     rng = np.random.default_rng(seed)
     n_seg = int(rng.integers(1, 60))
     parts = [rng.integers(0, 50, (int(rng.integers(1, 500)), N_COUNTS)).astype(np.int32) for _ in range(3)]
@@ -456,3 +462,29 @@ def test_gather_profiles_by_definition(seed: int) -> None:
     got = CpuBackend.gather_profiles(parts, part, start, widths, codes)
     np.testing.assert_array_equal(got, np.concatenate(want))
     assert got.dtype == np.int32
+
+
+@pytest.mark.parametrize("serial_rows", [0, 1 << 30])
+@pytest.mark.parametrize("seed", range(3))
+def test_place_segments_by_definition(seed: int, serial_rows: int, monkeypatch) -> None:
+    """The CPU placement (the GPU's oracle): targets[target[g]][start[g] + c] =
+    values[parent[g] + maps[off[g] + c]], on the thread pool and on the calling thread."""
+    monkeypatch.setattr("msa.backends.cpu.segments.SERIAL_ROWS", serial_rows)
+    rng = np.random.default_rng(seed)
+    n_seg = int(rng.integers(1, 50))
+    widths = rng.integers(0, 40, n_seg)
+    values = rng.integers(0, 10**6, 5_000)
+    maps = rng.integers(0, 100, int(widths.sum())).astype(np.int32)
+    parent = rng.integers(0, 4_000, n_seg)
+    target = rng.integers(0, 3, n_seg) if seed else np.zeros(n_seg, dtype=np.int64)
+    sizes = [int(widths.sum()) + 10 for _ in range(3)]
+    start = np.array([int(widths[:g].sum()) for g in range(n_seg)])  # disjoint segments per target
+    want = [np.full(s, -1) for s in sizes]
+    got = [np.full(s, -1) for s in sizes]
+    off = np.concatenate(([0], np.cumsum(widths)))
+    for g in range(n_seg):
+        for c in range(widths[g]):
+            want[target[g]][start[g] + c] = values[parent[g] + maps[off[g] + c]]
+    CpuBackend.place_segments(got, target, start, values, maps, parent, widths)
+    for w, o in zip(want, got):
+        np.testing.assert_array_equal(o, w)

@@ -47,7 +47,7 @@ def test_no_python_function_is_compiled_twice() -> None:
             if isinstance(value, CPUDispatcher):
                 assert seen.setdefault(value.py_func, value) is value, f"{value.py_func.__name__} compiled twice"
     assert cpu_align._align_batch.targetoptions.get("parallel")
-    assert not cpu_align._align_pair.targetoptions.get("parallel")
+    assert not cpu_align._align_serial.targetoptions.get("parallel")
 
 
 def test_auto_cost_model_keeps_the_former_cut_until_calibrated(tmp_path: Path) -> None:

@@ -354,15 +354,30 @@ def _merge_parent(
         build_parent(path, length, counts[sb:se], nb, counts[sa:sb], na, maps[sb:se], maps[sa:sb], out)
 
 
+@njit(cache=True, nogil=True)
+def _path_offsets(col_offsets: np.ndarray, n_merges: int) -> np.ndarray:
+    """Room for each merge's path: at most its two input widths."""
+    path_off = np.zeros(n_merges + 1, dtype=np.int64)
+    for k in range(n_merges):
+        path_off[k + 1] = path_off[k] + col_offsets[2 * k + 2] - col_offsets[2 * k]
+    return path_off
+
+
+@njit(cache=True, nogil=True)
+def _parent_offsets(lengths: np.ndarray) -> np.ndarray:
+    parent_off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    for k in range(len(lengths)):
+        parent_off[k + 1] = parent_off[k] + lengths[k]
+    return parent_off
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _align_batch(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every merge of a batch, one merge per thread: returns (maps, parent counts, parent column offsets)."""
     n_merges = len(n_seqs) // 2
-    path_off = np.zeros(n_merges + 1, dtype=np.int64)
-    for k in range(n_merges):
-        path_off[k + 1] = path_off[k] + col_offsets[2 * k + 2] - col_offsets[2 * k]
+    path_off = _path_offsets(col_offsets, n_merges)
     paths = np.empty(path_off[n_merges], dtype=np.uint8)
     lengths = np.zeros(n_merges, dtype=np.int64)
     a_first = np.zeros(n_merges, dtype=np.bool_)
@@ -370,9 +385,7 @@ def _align_batch(
         lengths[k], a_first[k] = _merge_path(
             counts, col_offsets, n_seqs, m, g, k, paths[path_off[k] : path_off[k + 1]]
         )
-    parent_off = np.zeros(n_merges + 1, dtype=np.int64)
-    for k in range(n_merges):
-        parent_off[k + 1] = parent_off[k] + lengths[k]
+    parent_off = _parent_offsets(lengths)
     parents = np.zeros((parent_off[n_merges], N_COUNTS), dtype=np.int32)
     maps = np.empty(col_offsets[2 * n_merges], dtype=np.int64)
     for k in numba.prange(n_merges):
@@ -384,33 +397,50 @@ def _align_batch(
 
 
 @njit(cache=True, nogil=True)
-def _align_pair(
+def _align_serial(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A batch of one merge on the calling thread (``_align_batch``'s outputs).
+    """:func:`_align_batch` on the calling thread, merge after merge.
 
-    Deep trees are mostly one-merge levels, where waking the thread pool costs
-    more than the merge (2.7x on the progressive stage of PF00079.1000 with
-    the cores shared). A function of its own, not ``_align_batch`` compiled
-    twice: Numba's cache keys on the Python function and the argument types
-    only, so a serial and a parallel build of one function share one cache
-    entry and both would run whichever was compiled first.
+    Deep trees are mostly levels of one or two small merges, where waking the
+    thread pool costs more than the merges (2.7x on the progressive stage of
+    PF00079.1000 with the cores shared). A function of its own, not
+    ``_align_batch`` compiled twice: Numba's cache keys on the Python function
+    and the argument types only, so a serial and a parallel build of one
+    function share one cache entry and both would run whichever was compiled first.
     """
-    path = np.empty(col_offsets[2], dtype=np.uint8)
-    length, a_first = _merge_path(counts, col_offsets, n_seqs, m, g, 0, path)
-    parents = np.zeros((length, N_COUNTS), dtype=np.int32)
-    maps = np.empty(col_offsets[2], dtype=np.int64)
-    _merge_parent(counts, col_offsets, n_seqs, 0, path, length, a_first, maps, parents)
-    parent_off = np.zeros(2, dtype=np.int64)
-    parent_off[1] = length
+    n_merges = len(n_seqs) // 2
+    path_off = _path_offsets(col_offsets, n_merges)
+    paths = np.empty(path_off[n_merges], dtype=np.uint8)
+    lengths = np.zeros(n_merges, dtype=np.int64)
+    a_first = np.zeros(n_merges, dtype=np.bool_)
+    for k in range(n_merges):
+        lengths[k], a_first[k] = _merge_path(
+            counts, col_offsets, n_seqs, m, g, k, paths[path_off[k] : path_off[k + 1]]
+        )
+    parent_off = _parent_offsets(lengths)
+    parents = np.zeros((parent_off[n_merges], N_COUNTS), dtype=np.int32)
+    maps = np.empty(col_offsets[2 * n_merges], dtype=np.int64)
+    for k in range(n_merges):
+        _merge_parent(
+            counts, col_offsets, n_seqs, k, paths[path_off[k] : path_off[k + 1]], lengths[k], a_first[k],
+            maps, parents[parent_off[k] : parent_off[k + 1]],
+        )
     return maps, parents, parent_off
+
+
+#: Batches of fewer DP cells than this (and batches of one merge) run on the calling thread:
+#: a merge costs ~5-10 ns a cell on one core (2-core dev machine, session 18), and waking
+#: the pool ~40 us.
+SERIAL_CELLS = 1 << 14
 
 
 def align_batch(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every merge of a batch, threaded only when there are several merges to share out.
+    """Every merge of a batch, threaded only when there is enough work to share out.
 
     ``g``: one gap vector for every merge, or one row per merge (``(n_merges, 4)``)."""
-    kernel = _align_batch if len(n_seqs) > 2 else _align_pair
-    return kernel(counts, col_offsets, n_seqs, m, merge_gap_rows(g, len(n_seqs) // 2))
+    w = np.diff(col_offsets)
+    serial = len(n_seqs) <= 2 or int(np.dot(w[0::2], w[1::2])) < SERIAL_CELLS
+    return (_align_serial if serial else _align_batch)(counts, col_offsets, n_seqs, m, merge_gap_rows(g, len(n_seqs) // 2))
