@@ -142,6 +142,17 @@ def align_cli(x: Inputs) -> None:
                     write_alignment(io.BytesIO(), aligned, fmt)
     for n in (1, 2, 3):
         align_db(SeqDB.from_pairs(family(3, n, 40, PROTEIN)), x.base, x.cpu)
+    # The thread pool's builds of the progressive stage, which levels larger than these
+    # families' take (below the thresholds the calling thread runs the serial twins).
+    from msa.backends.cpu import align, segments
+
+    saved = segments.SERIAL_ROWS, align.SERIAL_CELLS
+    segments.SERIAL_ROWS = align.SERIAL_CELLS = 0
+    try:
+        for source in (x.protein, x.dna):
+            align_db(read_fasta(source), x.base, x.cpu)
+    finally:
+        segments.SERIAL_ROWS, align.SERIAL_CELLS = saved
 
 
 def align_along(x: Inputs) -> None:
