@@ -1,27 +1,31 @@
-"""Calibrate ``--device auto``'s cost model (msa._runtime.startup.COSTS) on a GPU host.
+"""Calibrate ``--device auto``'s cost model (msa._runtime.startup.COSTS): time on a GPU host, fit anywhere.
 
-    python benchmarks/auto_device.py [--runs 3] [--msa 'msa'] \
+    python benchmarks/auto_device.py time --json times.json [--runs 1] [--few-every 2] [--msa 'msa'] \
         datasets/examples/example.fa \
-        /work/shared/datasets/balifam/balifam1000/in/PF00018.1000 \
-        /work/shared/datasets/balifam/balifam1000/in/PF00009.1000 \
-        /work/shared/datasets/balifam/balifam1000/in/PF00343.1000 \
-        /work/shared/datasets/balifam/balifam10000-dev/in/<a few families>
+        /work/shared/datasets/balifam/balifam1000/in/* \
+        /work/shared/datasets/balifam/balifam10000-dev/in/*
+    python benchmarks/auto_device.py fit times.json
 
-Each input is aligned by ``msa align IN -o OUT`` as users run it, one process per run, with
-``--device cpu`` (all cores, and a quarter of them for the cores' term), and ``--device cuda``;
-the runs are interleaved (one of each, then the next round) and each input's median is taken
-after one untimed warm run of each. The CPU's and the GPU's outputs must be the same bytes.
-Then, per backend, a least-squares fit of ``seconds = start + per_mb * MB + per_1k * sequences
-/ 1000`` over the inputs (MB and sequences as msa._runtime.startup counts them), the CPU's
-exponent of the threads from its two thread counts, and the ``COSTS`` to paste into
-msa/_runtime/startup.py, with the host it was measured on. Use inputs on both sides of where
-the backends cross (a few hundred KB to a few MB), at least four of them. Run it with the
-Python that has msa installed (a wheel install, not a checkout: the shipped compiled code is
-part of what a user's run costs).
+``time``: each input is aligned by ``msa align IN -o OUT`` as users run it, one process per run,
+with ``--device cpu`` (all cores), ``--device cpu --threads CORES/4`` (every ``--few-every``-th
+input: the cores' term) and ``--device cuda``; the runs are interleaved (one of each, then the
+next input) after one untimed run of each variant on the first input, and the CPU's and the
+GPU's outputs must be the same bytes. The JSON holds every run, each input's bytes and sequences
+as msa._runtime.startup counts them, and the host.
+
+``fit``: per backend, ``seconds = start + (per_mb * MB + per_1k_sequences * sequences / 1000 +
+per_mb_length * MB * length / 1000) / threads ** core_exponent`` (length: the mean record's bytes,
+MB / sequences; the progressive stage's cells grow with it), fitted by non-negative least
+squares on relative errors (a 0.3 s family weighs as much as a 5 s one); the CPU's exponent of
+the threads from the two thread counts. Prints each input's measured and predicted times, the
+choice against the faster backend and the seconds a wrong choice costs, and the ``COSTS`` to
+paste into msa/_runtime/startup.py. Run ``time`` with the Python that has msa installed from
+the wheel (the shipped compiled code is part of what a user's run costs).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shlex
@@ -33,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from msa._runtime.startup import MB, count_sequences, host_threads, input_bytes
+from msa._runtime.startup import MB, Cost, count_sequences, host_threads, input_bytes
 
 
 def timed(command: list[str], cwd: Path) -> float:
@@ -42,29 +46,7 @@ def timed(command: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def fit(mb: np.ndarray, kseq: np.ndarray, seconds: np.ndarray) -> tuple[float, float, float]:
-    """(start, per_mb, per_1k_sequences), least squares, none below zero (a negative term is
-    dropped and the rest fitted again)."""
-    columns = [np.ones_like(mb), mb, kseq]
-    keep = [0, 1, 2]
-    while True:
-        a = np.stack([columns[k] for k in keep], axis=1)
-        coef, *_ = np.linalg.lstsq(a, seconds, rcond=None)
-        if (coef >= 0).all() or len(keep) == 1:
-            out = [0.0, 0.0, 0.0]
-            for k, c in zip(keep, coef):
-                out[k] = max(float(c), 0.0)
-            return out[0], out[1], out[2]
-        keep = [k for k, c in zip(keep, coef) if c >= 0 or k == 0]
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("inputs", nargs="+", type=Path)
-    ap.add_argument("--runs", type=int, default=3, help="timed runs of each input and backend")
-    ap.add_argument("--msa", default="msa", help="the msa command (default: msa on PATH)")
-    ap.add_argument("--no-gpu", action="store_true", help="time and fit the CPU only (a host without a GPU)")
-    a = ap.parse_args()
+def time_inputs(a: argparse.Namespace) -> None:
     cores = host_threads()
     few = max(1, cores // 4)
     msa = shlex.split(a.msa)
@@ -75,43 +57,118 @@ def main() -> None:
         del variants["cpu-few"]
     if a.no_gpu:
         del variants["cuda"]
-    times: dict[tuple[str, Path], list[float]] = {}
-    for round_ in range(a.runs + 1):  # round 0 warms the caches, untimed
-        for inp in a.inputs:
-            for name, extra in variants.items():
-                target = out / f"{name}-{inp.name}.fa"
-                seconds = timed([*msa, "align", str(inp.resolve()), "-o", str(target), "-q", *extra], out)
-                if round_:
-                    times.setdefault((name, inp), []).append(seconds)
+
+    def run(name: str, inp: Path) -> float:
+        target = out / f"{name}-{inp.name}.fa"
+        return timed([*msa, "align", str(inp.resolve()), "-o", str(target), "-q", *variants[name]], out)
+
+    for name in variants:  # caches warmed, untimed
+        run(name, a.inputs[0])
+    times: dict[str, dict[str, list[float]]] = {str(i): {} for i in a.inputs}
+    for _ in range(a.runs):
+        for k, inp in enumerate(a.inputs):
+            for name in variants:
+                if name != "cpu-few" or k % a.few_every == 0:
+                    times[str(inp)].setdefault(name, []).append(run(name, inp))
     for inp in a.inputs if "cuda" in variants else ():
         if (out / f"cpu-{inp.name}.fa").read_bytes() != (out / f"cuda-{inp.name}.fa").read_bytes():
             raise SystemExit(f"auto_device.py: {inp}: the CPU's and the GPU's outputs differ")
-    mb = np.array([input_bytes(str(i)) / MB for i in a.inputs])
-    kseq = np.array([(count_sequences(str(i)) or 0) / 1000 for i in a.inputs])
-    med = {name: np.array([statistics.median(times[name, i]) for i in a.inputs]) for name in variants}
-    print(f"host: {cores} CPU threads; {len(a.inputs)} inputs, {a.runs} timed runs each (medians, s)")
-    print(f"{'input':>24} {'MB':>6} {'kseq':>6} " + " ".join(f"{n:>8}" for n in variants))
-    for k, inp in enumerate(a.inputs):
-        print(f"{inp.name[-24:]:>24} {mb[k]:6.3f} {kseq[k]:6.2f} " + " ".join(f"{med[n][k]:8.3f}" for n in variants))
-    cpu = fit(mb, kseq, med["cpu"])
+    record = {
+        "host": os.uname().nodename, "cores": cores, "few": few, "date": time.strftime("%Y-%m-%d"),
+        "inputs": [{"path": str(i), "bytes": input_bytes(str(i)), "sequences": count_sequences(str(i)),
+                    "seconds": times[str(i)]} for i in a.inputs],
+    }
+    a.json.write_text(json.dumps(record, indent=1))
+    print(f"{len(a.inputs)} inputs timed on {cores} CPU threads: {a.json}")
+
+
+def features(nbytes: np.ndarray, sequences: np.ndarray) -> np.ndarray:
+    """The model's work terms per input, as Cost.seconds weighs them (one thread's)."""
+    return np.stack([Cost.work_terms(int(b), int(s) or None)
+                     for b, s in zip(nbytes, sequences)])
+
+
+def nnls_relative(x: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+    """Non-negative least squares of ``seconds ~ x @ coef`` on relative errors."""
+    from scipy.optimize import nnls
+
+    w = 1.0 / seconds
+    coef, _ = nnls(x * w[:, None], seconds * w)
+    return coef
+
+
+def fit(a: argparse.Namespace) -> None:
+    record = json.loads(a.json.read_text())
+    cores, few = record["cores"], record["few"]
+    rows = record["inputs"]
+    nbytes = np.array([r["bytes"] for r in rows], dtype=np.float64)
+    seqs = np.array([r["sequences"] or 0 for r in rows], dtype=np.float64)
+    work = features(nbytes, seqs)  # (inputs, terms)
+    x = np.column_stack([np.ones(len(rows)), work])
+    med = {name: np.array([statistics.median(r["seconds"][name]) if name in r["seconds"] else np.nan for r in rows])
+           for name in ("cpu", "cpu-few", "cuda")}
+    coef = {}
+    for name in ("cpu", "cuda"):
+        ok = ~np.isnan(med[name])
+        if ok.any():
+            coef[name] = nnls_relative(x[ok], med[name][ok])
     exponent = 0.0
-    if "cpu-few" in variants:
-        few_fit = fit(mb, kseq, med["cpu-few"])
-        work_all = cpu[1] * mb + cpu[2] * kseq
-        work_few = few_fit[1] * mb + few_fit[2] * kseq
-        ratios = [f / w for f, w in zip(work_few, work_all) if w > 0 and f > 0]
+    ok = ~np.isnan(med["cpu-few"])
+    if ok.any() and few < cores:
+        # The few-thread run's work over the all-thread run's, past the common start: 2^e per doubling.
+        start = coef["cpu"][0]
+        ratios = [(f - start) / (c - start) for f, c in zip(med["cpu-few"][ok], med["cpu"][ok]) if c - start > 0.05]
         if ratios:
-            exponent = max(0.0, math.log(statistics.median(ratios)) / math.log(cores / few))
-    scale = cores ** exponent  # the model's per-MB terms are one thread's
-    gpu = fit(mb, kseq, med["cuda"]) if "cuda" in variants else None
-    print("\n# msa/_runtime/startup.py, calibrated by benchmarks/auto_device.py on "
-          f"{os.uname().nodename} ({cores} CPU threads, {time.strftime('%Y-%m-%d')}):")
+            exponent = min(1.0, max(0.0, math.log(statistics.median(ratios)) / math.log(cores / few)))
+    scale = cores ** exponent  # fitted on all threads: one thread's work is this much more
+    costs = {"cpu": Cost(coef["cpu"][0], *(coef["cpu"][1:] * scale), core_exponent=exponent)}
+    if "cuda" in coef:
+        costs["cuda"] = Cost(coef["cuda"][0], *coef["cuda"][1:])
+    print(f"host {record['host']}: {cores} CPU threads, {len(rows)} inputs, {record['date']}")
+    print(f"{'input':>22} {'MB':>6} {'kseq':>6} {'cpu':>7} {'~cpu':>7} {'cuda':>7} {'~cuda':>7} choice")
+    lost = chosen_sum = best_sum = 0.0
+    wrong = 0
+    for k, r in enumerate(rows):
+        pred = {d: c.seconds(int(nbytes[k]), int(seqs[k]) or None, cores) for d, c in costs.items()}
+        line = f"{Path(r['path']).name[-22:]:>22} {nbytes[k] / MB:6.3f} {seqs[k] / 1000:6.2f} {med['cpu'][k]:7.3f} " \
+               f"{pred['cpu']:7.3f}"
+        if "cuda" in costs:
+            pick = "cpu" if pred["cpu"] <= pred["cuda"] else "cuda"
+            best = "cpu" if med["cpu"][k] <= med["cuda"][k] else "cuda"
+            cost = med[pick][k] - med[best][k]
+            lost += cost
+            wrong += pick != best
+            chosen_sum += med[pick][k]
+            best_sum += med[best][k]
+            line += f" {med['cuda'][k]:7.3f} {pred['cuda']:7.3f} {pick}" + ("" if pick == best else f" (+{cost:.3f} s)")
+        print(line)
+    if "cuda" in costs:
+        print(f"choices: {wrong} of {len(rows)} not the faster backend, {lost:.2f} s lost; chosen sum {chosen_sum:.2f} s, "
+              f"best {best_sum:.2f} s, all cpu {np.nansum(med['cpu']):.2f} s, all cuda {np.nansum(med['cuda']):.2f} s")
+    print(f"\n# msa/_runtime/startup.py, calibrated by benchmarks/auto_device.py on {record['host']} "
+          f"({cores} CPU threads, {record['date']}):")
     print("COSTS: dict[str, Cost] = {")
-    print(f'    "cpu": Cost(start={cpu[0]:.3f}, per_mb={cpu[1] * scale:.3f}, '
-          f"per_1k_sequences={cpu[2] * scale:.3f}, core_exponent={exponent:.2f}),")
-    if gpu is not None:
-        print(f'    "cuda": Cost(start={gpu[0]:.3f}, per_mb={gpu[1]:.3f}, per_1k_sequences={gpu[2]:.3f}),')
+    for name, c in costs.items():
+        print(f'    "{name}": Cost(start={c.start:.3f}, per_mb={c.per_mb:.3f}, per_1k_sequences={c.per_1k_sequences:.3f}, '
+              f"per_mb_length={c.per_mb_length:.4f}" + (f", core_exponent={c.core_exponent:.2f}" if c.core_exponent else "")
+              + "),")
     print("}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("time", help="time both backends per input (a GPU host, msa installed)")
+    t.add_argument("inputs", nargs="+", type=Path)
+    t.add_argument("--json", type=Path, required=True, help="write the timings here")
+    t.add_argument("--runs", type=int, default=1, help="timed runs of each input and backend")
+    t.add_argument("--few-every", type=int, default=1, help="time the few-threads CPU run on every Nth input")
+    t.add_argument("--msa", default="msa", help="the msa command (default: msa on PATH)")
+    t.add_argument("--no-gpu", action="store_true", help="time the CPU only (a host without a GPU)")
+    f = sub.add_parser("fit", help="fit COSTS to timings")
+    f.add_argument("json", type=Path)
+    a = ap.parse_args()
+    (time_inputs if a.command == "time" else fit)(a)
 
 
 if __name__ == "__main__":

