@@ -386,6 +386,64 @@ def test_a_split_family_is_the_one_process_output(big, client, tmp_path: Path, m
         assert len({t["worker"] for t in tasks if t["kind"] == "split piece"}) == 2  # both aligned pieces
 
 
+def _split_order_plugin(log: str):
+    """A worker plugin (test-only) that notes when each piece has arrived on its worker
+    (msa.run.dask._arrived) and when each piece's alignment begins (msa.run.split.align_piece)."""
+    from distributed import WorkerPlugin
+
+    class NoteSplitOrder(WorkerPlugin):
+        name = "msa-test-split-order"
+
+        def setup(self, worker) -> None:
+            import time
+
+            import msa.run.dask
+            import msa.run.split
+
+            self.originals = msa.run.dask._arrived, msa.run.split.align_piece
+
+            def noted(what, original):
+                def call(*args):
+                    with open(log, "a") as out:
+                        out.write(f"{what} {time.time()}\n")
+                    return original(*args)
+                return call
+
+            msa.run.dask._arrived = noted("arrived", self.originals[0])
+            msa.run.split.align_piece = noted("align", self.originals[1])
+
+        def teardown(self, worker) -> None:
+            import msa.run.dask
+            import msa.run.split
+
+            msa.run.dask._arrived, msa.run.split.align_piece = self.originals
+
+    return NoteSplitOrder()
+
+
+@needs_dask
+def test_a_split_familys_pieces_all_move_before_any_is_aligned(big, client, tmp_path: Path, monkeypatch) -> None:
+    """The plan's worker holds every piece; each moves to its worker before any piece is
+    aligned, so that no move waits on the plan worker's own alignment (Python there holds the GIL)."""
+    import msa.run.split as run_split
+    from msa import align_files
+
+    path, expected, _ = big
+    monkeypatch.setattr(run_split, "SPLIT_FAMILY_BYTES", 1000)
+    log = tmp_path / "order.log"
+    client.register_plugin(_split_order_plugin(str(log)))
+    try:
+        assert align_files([path], tmp_path / "out", scheduler=client, device="cpu", refine="off").ok
+    finally:
+        client.unregister_worker_plugin("msa-test-split-order")
+    assert (tmp_path / "out" / "big.fa").read_bytes() == expected
+    notes = [line.split() for line in log.read_text().splitlines()]
+    arrived = [float(t) for what, t in notes if what == "arrived"]
+    aligns = [float(t) for what, t in notes if what == "align"]
+    assert len(arrived) == len(aligns) == 2
+    assert max(arrived) <= min(aligns)
+
+
 @needs_dask
 def test_a_family_to_refine_is_aligned_whole_on_one_worker(big, client, tmp_path: Path, monkeypatch) -> None:
     """Refinement needs the whole alignment: the plan's worker aligns such a family itself."""

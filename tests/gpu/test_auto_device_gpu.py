@@ -15,13 +15,13 @@ EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
 def test_auto_takes_the_cpu_for_the_example_and_the_gpu_past_the_size(run_msa, tmp_path: Path) -> None:
     from msa._runtime.startup import auto_device, input_bytes
 
-    fam = simulate(SimParams(n=1500, length=300, seed=4))
+    fam = simulate(SimParams(n=4000, length=300, seed=4))  # ~1.3 MB: the GPU on hosts of up to ~200 cores
     big = tmp_path / "big.fa"
     big.write_bytes(b"".join(
         b">" + name.encode() + b"\n" + fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes() + b"\n"
         for i, name in enumerate(fam.names)
     ))
-    assert auto_device(input_bytes(str(big)), 1500) == "cuda" and auto_device(input_bytes(str(EXAMPLE)), 200) == "cpu"
+    assert auto_device(input_bytes(str(big)), 4000) == "cuda" and auto_device(input_bytes(str(EXAMPLE)), 200) == "cpu"
     for source, chosen in ((EXAMPLE, b"msa: using the CPU for a small input"), (big, b"msa: using the GPU")):
         auto = run_msa("align", source, cwd=tmp_path)
         cpu = run_msa("align", source, "--device", "cpu", "-q", cwd=tmp_path)
