@@ -8,7 +8,8 @@ The family is grown from a real one (datasets/semisynthetic.py: each sequence an
 variants with 8 % substitutions and no indels, so the width stays the family's), made once under
 ``--work``. Untimed runs of the example (default tree and PartTree) fill the kernel and Numba
 caches, and each timed run starts after a sync (no dirty pages of the last one). Then ``msa align F -o one.fa``
-(unless ``--skip-one``) and ``msa align F -o multi.fa --gpus N``, each timed as a whole process
+(unless ``--skip-one``) and ``msa align F -o multi.fa --gpus N`` (with ``$MSA_SPLIT_FAMILY_BYTES=0``:
+split whatever its size), each timed as a whole process
 (reading, the cluster's start and the writing included), while nvidia-smi and /proc/meminfo are
 sampled every 0.2 s: the peak memory used on each GPU and on the host, above what was in use
 before the run. Prints the times, their ratio, whether the outputs are byte-identical, and the
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from msa.run.dask import TIMELINE_ENV, timeline_lines  # noqa: E402
+from msa.run.split import SPLIT_BYTES_ENV  # noqa: E402
 
 
 def main() -> None:
@@ -55,6 +57,7 @@ def main() -> None:
               file=sys.stderr, flush=True)
     # the msa first on PYTHONPATH is measured (an installed wheel's, with its compiled code); the checkout last
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])))
+    env[SPLIT_BYTES_ENV] = "0"  # split whatever the family's size (msa.run.split.SPLIT_FAMILY_BYTES)
     msa = [sys.executable, "-m", "msa", "align"]
     for tree in ("auto", "parttree"):  # every compiled function either run takes, in the caches (Numba's)
         subprocess.run([*msa, str(ROOT / "datasets" / "examples" / "example.fa"), "-o", os.devnull, "--device",

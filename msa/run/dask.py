@@ -412,7 +412,7 @@ def run_families_dask(
 
     Each worker first starts its backend (:func:`warm_up_worker`); its host threads are its
     share of its host's cores unless ``params.threads`` is set. Tasks go largest first (task
-    priorities). A family of over SPLIT_FAMILY_BYTES written to FASTA, in a run of several
+    priorities). A family of over msa.run.split's split_family_bytes() written to FASTA, in a run of several
     workers, is split across them along its guide tree (msa.run.split, byte-identical). A
     family whose task still fails after Dask's retries, or whose workers kept
     dying, is failed with that one-line error. Stale ``.part`` files of dead workers are
@@ -493,7 +493,7 @@ def _splits(family: Family, fmt: str, workers: int) -> bool:
     several workers, to an uncompressed FASTA file (which the pieces write in place)."""
     from msa.run import split
 
-    return workers > 1 and family.size > split.SPLIT_FAMILY_BYTES and fmt == "fasta" and not family.output.endswith(".gz")
+    return workers > 1 and family.size > split.split_family_bytes() and fmt == "fasta" and not family.output.endswith(".gz")
 
 
 def _align_split(

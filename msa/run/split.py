@@ -40,10 +40,24 @@ from msa.params import AlignParams, GapCosts, gap_costs
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree, cut_tree
 
-#: A family whose input file is larger is split across the workers of a run that has several
-#: (PF00078.10000 x 100, 10^6 sequences, is 0.3 GB; one GPU aligned it in 34.5 s), smaller
-#: ones are aligned whole on one worker.
-SPLIT_FAMILY_BYTES = 1 << 27
+#: A family whose input file is larger is split across the workers of a run that has several,
+#: smaller ones are aligned whole on one worker (``$MSA_SPLIT_FAMILY_BYTES`` overrides it).
+#: The split has not yet paid on a family one GPU holds: on 2 H200 (session 19) the 10^6
+#: family PF00078.10000 x 100 (0.2 GB) took 44.7 s split against 29.1 s on one GPU, and the
+#: 10^7 family PF00037.10000 x 1000 (0.53 GB) 137.6 s split against 120 s on one H100
+#: (session 18): the plan's worker reads and builds the whole tree, and the pieces' chains of
+#: merges are nearly as deep as the whole tree's (docs/scale-out.md). So only a family past
+#: 1 GiB (~3x10^6 sequences of 300 residues), where one GPU's memory may not hold the aligning
+#: stage, is split.
+SPLIT_FAMILY_BYTES = 1 << 30
+#: The environment variable that sets SPLIT_FAMILY_BYTES for a run (benchmarks/split_family.py).
+SPLIT_BYTES_ENV = "MSA_SPLIT_FAMILY_BYTES"
+
+
+def split_family_bytes() -> int:
+    """The size past which a family is split: ``$MSA_SPLIT_FAMILY_BYTES``, else SPLIT_FAMILY_BYTES."""
+    value = os.environ.get(SPLIT_BYTES_ENV, "")
+    return int(value) if value.isdigit() else SPLIT_FAMILY_BYTES
 #: Pieces (tasks) per worker: one, a forest of all its subtrees in shared launches. The subtrees
 #: are nearly as deep as the whole tree (PF00078.10000 x 10: 745 of its 847 levels below a cut
 #: at 1/16 of the sequences), and a level costs launches and a host round trip whatever its

@@ -85,3 +85,15 @@ def test_the_pieces_write_the_one_process_output(seed: int, tmp_path: Path) -> N
     records = [r.split(b"\n", 1) for r in got[1:].split(b"\n>")]
     check_alignment([(n, db.sequence(i)) for i, n in enumerate(db.names)],
                     [head.split()[0].decode() for head, _ in records], [rows.replace(b"\n", b"") for _, rows in records])
+
+
+def test_the_split_size_is_the_constant_unless_the_environment_sets_one(monkeypatch) -> None:
+    """msa.run.split.split_family_bytes: SPLIT_FAMILY_BYTES, or $MSA_SPLIT_FAMILY_BYTES (digits) where set."""
+    from msa.run import split
+
+    monkeypatch.delenv(split.SPLIT_BYTES_ENV, raising=False)
+    assert split.split_family_bytes() == split.SPLIT_FAMILY_BYTES == 1 << 30
+    monkeypatch.setenv(split.SPLIT_BYTES_ENV, "0")
+    assert split.split_family_bytes() == 0
+    monkeypatch.setenv(split.SPLIT_BYTES_ENV, "lots")
+    assert split.split_family_bytes() == split.SPLIT_FAMILY_BYTES
