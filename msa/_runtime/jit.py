@@ -39,8 +39,9 @@ import os
 import pickle
 import re
 import sys
+import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numba
 
@@ -76,6 +77,7 @@ _INTERNALS: dict[str, str | None] = {
     "numba.core.caching:CompileResultCacheImpl.filename_base": None,
     "numba.core.caching:IndexDataCacheFile.__init__": "cache_path filename_base source_stamp",
     "numba.core.caching:IndexDataCacheFile.load": "key",
+    "numba.core.caching:IndexDataCacheFile._load_index": "",
     "numba.core.caching:IndexDataCacheFile.save": "key data",
     "numba.core.compiler_lock:global_compiler_lock": None,
     # Entries loaded without parsing their bitcode (_object_symbols).
@@ -229,7 +231,58 @@ class _LazyCache:
             _initialize_runtime(rtsys, target_context)
             with cache._guard_against_spurious_io_errors(), _environments_without_imports(), \
                     _object_symbols(target_context.codegen()):
-                return cache._load_overload(sig, target_context)
+                loaded = cache._load_overload(sig, target_context)
+        if loaded is None and getattr(_preloading, "on", False):
+            raise _NotShipped  # preload(): leave the miss to the call, which compiles it
+        return loaded
+
+    def shipped_signatures(self, codegen: Any) -> list[Any]:
+        """The argument types of every entry shipped for this function that this process can
+        load (its index's keys for this CPU and this bytecode)."""
+        cache = self._made()
+        shipped = getattr(cache, "_shipped", None)
+        if shipped is None:
+            return []
+        with cache._guard_against_spurious_io_errors():
+            keys = list(shipped._load_index())
+        return [key[0] for key in keys if key == cache._index_key(key[0], codegen)]
+
+
+#: Set on a thread while :func:`preload` runs there: a shipped entry that does not load raises.
+_preloading = threading.local()
+
+
+class _NotShipped(Exception):
+    """An entry :func:`preload` asked for did not load from the shipped cache."""
+
+
+def preload(functions: Iterable[Any], stop: threading.Event | None = None) -> int:
+    """Load every shipped entry of ``functions`` (msa's njit dispatchers) as their first calls
+    would, without calling them, until ``stop`` is set; returns how many were loaded. A run's
+    background thread loads the stages ahead while the main thread reads and builds the tree
+    (a load is 1-10 ms of mostly linking, which releases the GIL, and a small run makes ~20).
+    Nothing is compiled here: an entry that does not load is left to its call. Where the
+    hooks are off nothing is shipped to read, and nothing is done."""
+    if hooks_off() is not None or _build_dir() is not None:  # the wheel's build compiles what it loads
+        return 0
+    loaded = 0
+    _preloading.on = True
+    try:
+        for dispatcher in functions:
+            cache = getattr(dispatcher, "_cache", None)
+            if not isinstance(cache, _LazyCache):
+                continue
+            for sig in cache.shipped_signatures(dispatcher.targetctx.codegen()):
+                if stop is not None and stop.is_set():
+                    return loaded
+                try:
+                    dispatcher.compile(sig)
+                    loaded += 1
+                except Exception:  # _NotShipped, or an entry Numba could not rebuild: left to the call
+                    continue
+    finally:
+        _preloading.on = False
+    return loaded
 
 
 @contextlib.contextmanager

@@ -166,8 +166,10 @@ class BackendStart:
         self._ready = threading.Event()
         self._probe_block = _ProbeBlock()
         self._imported = threading.Event()
+        self._stop = threading.Event()
         self._numba = threading.Thread(
-            target=_load_numba, args=(self._probe_block, self._imported), name="msa-numba-start", daemon=True
+            target=_load_numba, args=(self._probe_block, self._imported, self._stop), name="msa-numba-start",
+            daemon=True,
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
         self._numba_first = self._gpu_numba or self._device == "cpu"
@@ -195,6 +197,7 @@ class BackendStart:
 
     def _join(self) -> None:
         self._thread.join()
+        self._stop.set()  # the Numba thread's preloading ends at its next function
         if self._numba.ident is not None:  # started
             self._numba.join()
         self._probe_block.release()
@@ -235,11 +238,14 @@ class BackendStart:
 import_failure: BaseException | None = None
 
 
-def _load_numba(block: _ProbeBlock, imported: threading.Event) -> None:
+def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.Event) -> None:
     """The pipeline's modules (Numba: 0.2-0.3 s), then the first compiled function (Numba's
-    runtime and threads); ``imported`` is set once the imports are done. Errors end the
-    thread quietly: the backend's start imports the same modules and the main thread calls
-    the same functions, and each reports what failed there."""
+    runtime and threads), then, until ``stop`` is set, the compiled functions of the stages
+    after the guide tree's distances, from the shipped cache (msa._runtime.jit.preload: the
+    main thread meanwhile de-duplicates the input and computes the distances); ``imported``
+    is set once the imports are done. Errors end the thread quietly: the backend's start
+    imports the same modules and the main thread calls the same functions, and each reports
+    what failed there."""
     try:
         try:
             import msa.pipeline  # noqa: F401  (the tree, progressive and CPU backend modules)
@@ -252,6 +258,11 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event) -> None:
             imported.set()
         _skip_numba_extensions()
         first_compiled_call()
+        block.release()  # Numba's own imports are done: a stage may import SciPy from here on
+        from msa._runtime.jit import preload
+        from msa.backends.cpu import stage_functions
+
+        preload(stage_functions(), stop)
     except BaseException:
         pass
     finally:

@@ -246,6 +246,41 @@ def test_shipped_entries_load_and_go_stale(tmp_path: Path) -> None:
     assert run(build=False) == []  # Numba's own cache answers the second time
 
 
+#: The stand-in package's function preloaded (msa._runtime.jit.preload) before any call: prints how many
+#: entries loaded, the signatures then held, and what Numba compiled before and after the call.
+PRELOAD = STANDIN.replace(
+    "assert standin.double(21) == 42\nprint(json.dumps(compiled))\n",
+    "loaded = jit.preload([standin.double])\n"
+    "before = list(compiled)\n"
+    "assert standin.double(21) == 42\n"
+    "print(json.dumps([loaded, len(standin.double.signatures), before, compiled]))\n",
+)
+
+
+def test_preload_loads_shipped_entries_and_compiles_nothing(tmp_path: Path) -> None:
+    """msa._runtime.jit.preload loads a function's shipped entries without calling it, so that
+    its first call finds them loaded; where the entries are stale (the package's source changed)
+    it loads and compiles nothing, and the call compiles as before."""
+    assert PRELOAD != STANDIN
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "standin.py").write_text(MODULE)
+    env = _clean_env(tmp_path)
+    env["PYTHONPATH"] = str(REPO)
+
+    def run(script: str, build: bool = False) -> list:
+        run_env = {**env, jit.BUILD_ENV: str(package / "_jitcache")} if build else env
+        done = subprocess.run([sys.executable, "-c", script, str(package)], cwd=tmp_path, env=run_env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert run(STANDIN, build=True) == ["NRT", "double"]
+    assert run(PRELOAD) == [1, 1, [], []]
+    (package / "other.py").write_text("# any change to the package's source\n")
+    assert run(PRELOAD) == [0, 1, [], ["double"]]
+
+
 KINDS = '''
 import numpy as np
 from numba import prange

@@ -274,7 +274,7 @@ def test_no_numba_for_a_gpu_add_or_merge(monkeypatch) -> None:
 
         return make, None
 
-    def load_numba(block, imported):
+    def load_numba(block, imported, stop):
         with lock:
             order.append("numba")
         imported.set()

@@ -13,6 +13,7 @@ from typing import Callable
 import numba
 import numpy as np
 
+from msa.backends.cpu import align as align_module
 from msa.backends.cpu import kmers, lcs, records, segments, sw
 from msa.backends.cpu.align import align_batch
 from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
@@ -36,6 +37,21 @@ def first_compiled_call() -> None:
     """A run's first compiled call, made early (msa._runtime.startup): it starts Numba's runtime and
     threads, and where the call must compile, loads Numba's typing and lowering registries."""
     _first_compiled(np.zeros(1, dtype=np.int64))
+
+
+def stage_functions() -> list:
+    """The compiled functions a small run calls after its guide tree's distances, in about the
+    order it calls them: the tree's linkage, the progressive stage (both twins of each), the
+    records. msa._runtime.startup loads them on its background thread while the main thread
+    de-duplicates the input and computes the distances, which load their own functions."""
+    from msa.tree import guide_tree, linkage
+
+    return [
+        linkage.batch_linkage, linkage.graft, linkage._postorder, linkage._renumber, guide_tree.node_levels,
+        segments._one_hot_rows, segments._one_hot_rows_serial, align_module._align_batch,
+        align_module._align_serial, segments._copy_rows, segments._copy_rows_serial, segments._place,
+        segments._place_serial, records.fill_records,
+    ]
 
 
 class CpuBackend:
