@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from fits import nnls_relative
 
 from msa._runtime.startup import MB, Cost, count_sequences, host_threads, input_bytes
 
@@ -86,15 +87,6 @@ def features(nbytes: np.ndarray, sequences: np.ndarray) -> np.ndarray:
     """The model's work terms per input, as Cost.seconds weighs them (one thread's)."""
     return np.stack([Cost.work_terms(int(b), int(s) or None)
                      for b, s in zip(nbytes, sequences)])
-
-
-def nnls_relative(x: np.ndarray, seconds: np.ndarray) -> np.ndarray:
-    """Non-negative least squares of ``seconds ~ x @ coef`` on relative errors."""
-    from scipy.optimize import nnls
-
-    w = 1.0 / seconds
-    coef, _ = nnls(x * w[:, None], seconds * w)
-    return coef
 
 
 def fit(a: argparse.Namespace) -> None:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from fits import nnls_relative
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.append(str(REPO))
@@ -86,8 +87,6 @@ def features(a: np.ndarray, side: int, threads: int) -> np.ndarray:
 
 
 def fit(path: str) -> None:
-    from scipy.optimize import nnls
-
     data = np.load(path)
     threads = int(data["threads"])
     families = sorted({k.split(":")[0] for k in data.files if ":" in k})
@@ -97,8 +96,7 @@ def fit(path: str) -> None:
     for side in (0, 1):
         x = np.concatenate([features(data[f"{f}:{side}"], side, threads) for f in families])
         y = np.concatenate([data[f"{f}:{side}"][:, -1] for f in families])
-        weight = 1 / np.maximum(y, 1e-4)
-        c, _ = nnls(x * weight[:, None], y * weight)
+        c = nnls_relative(x, y, floor=1e-4)
         coef.append(c)
         err = np.median(np.abs(x @ c - y) / y)
         print(f"{'gpu' if side == 0 else 'host'}: {len(y)} levels, median relative error {err:.2f}")

@@ -35,8 +35,8 @@ def main() -> None:
 
 
 def _command_name(info: typer.models.CommandInfo) -> str:
-    """The name a registered command is called by (Typer's rule: the function's, dashed)."""
-    return info.name or info.callback.__name__.lower().replace("_", "-")
+    """The name a registered command is called by (Typer's own rule)."""
+    return info.name or typer.main.get_command_name(info.callback.__name__)
 
 
 def _print_version(value: bool) -> None:
