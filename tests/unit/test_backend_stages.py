@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 BACKENDS = Path(__file__).resolve().parents[2] / "msa" / "backends"
-#: Modules of one side only: the packages' own __init__ (the backend classes), and CUDA's memory
-#: (cutting work into pieces that fit the free device memory, which the CPU does not need).
-ONE_SIDED = {"__init__.py", "memory.py"}
+#: Modules of one side only: the packages' own __init__ (the backend classes), CUDA's memory
+#: (cutting work into pieces that fit the free device memory, which the CPU does not need) and
+#: the CPU's forest (the progressive stage in one compiled call, its levels' own calls fused;
+#: the GPU runs a launch per level by msa.progressive's loop, which the CPU also keeps).
+ONE_SIDED = {"__init__.py", "memory.py", "forest.py"}
 
 
 def test_every_stage_has_a_cpu_and_a_cuda_module() -> None:

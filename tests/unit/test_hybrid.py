@@ -45,6 +45,7 @@ class FakeGpu(CpuBackend):
     pieces of at most ``per`` merges, as a small device would."""
 
     xp = DEV_XP
+    align_forest = None  # as the GPU: a launch per level
 
     def __init__(self, per: int = 1_000_000) -> None:
         super().__init__()

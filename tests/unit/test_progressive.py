@@ -297,7 +297,9 @@ def test_batch_with_gaps_per_merge_equals_each_merge_alone():
 
 
 class CountingBackend(CpuBackend):
-    """The CPU backend, counting its progressive calls."""
+    """The CPU backend through the level loop (as the GPU), counting its progressive calls."""
+
+    align_forest = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -357,6 +359,37 @@ def test_many_families_each_as_alone():
         np.testing.assert_array_equal(columns, got[f][0])
 
 
+@pytest.mark.parametrize("serial_cells,limit", [(1 << 14, 1 << 20), (0, 1 << 20), (1 << 14, 300)])
+def test_one_compiled_call_equals_the_level_loop(serial_cells, limit, monkeypatch):
+    """The CPU's progressive stage in one compiled call per forest (msa.backends.cpu.forest)
+    gives every family the columns the level loop gives it: levels on the calling thread and
+    on the thread pool, and a run's families cut into forests of ``limit`` residues (a family
+    past it through the level loop)."""
+    monkeypatch.setattr("msa.backends.cpu.align.SERIAL_CELLS", serial_cells)
+    monkeypatch.setattr("msa.progressive.FOREST_RESIDUES", limit)
+    rng = np.random.default_rng(serial_cells + limit)
+    dbs, trees, gaps = random_families(rng)
+    dbs.append(random_db(rng, 70, 1, 40))  # one past the smallest limit
+    trees.append(random_tree(rng, 70))
+    gaps.append(gaps[0])
+    calls = []
+    fused = CpuBackend.align_forest
+
+    def counted(*args):
+        calls.append(len(args[0]))
+        return fused(*args)
+
+    monkeypatch.setattr(CpuBackend, "align_forest", staticmethod(counted))
+    got = progressive_align_many(dbs, trees, MATRIX, gaps, CpuBackend())
+    want = progressive_align_many(dbs, trees, MATRIX, gaps, CountingBackend())
+    assert calls and max(calls) <= limit
+    assert (len(calls) > 1) == (limit < 1 << 20)
+    for db, (columns, width), (want_columns, want_width) in zip(dbs, got, want):
+        assert width == want_width
+        np.testing.assert_array_equal(columns, want_columns)
+        check_invariants(db, columns, width)
+
+
 def test_many_families_checks_each_family():
     rng = np.random.default_rng(62)
     dbs, trees, gaps = random_families(rng)
@@ -381,6 +414,8 @@ def _famsa_matrix():
 
 class CutEveryLevel(CpuBackend):
     """Cuts every level into pieces of ``per`` merges, as the GPU does under --gpu-memory."""
+
+    align_forest = None  # the level loop, as the GPU
 
     def __init__(self, per: int) -> None:
         self.per, self.pieces = per, 0

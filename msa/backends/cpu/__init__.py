@@ -8,13 +8,14 @@ between progressive levels) and ``records`` (FASTA records into the output file)
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numba
 import numpy as np
 
 from msa.backends.cpu import align as align_module
-from msa.backends.cpu import kmers, lcs, records, segments, sw
+from msa.backends.cpu import forest, kmers, lcs, records, segments, sw
 from msa.backends.cpu.align import align_batch
 from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
 from msa._runtime.jit import njit
@@ -41,16 +42,14 @@ def first_compiled_call() -> None:
 
 def stage_functions() -> list:
     """The compiled functions a small run calls after its guide tree's distances, in about the
-    order it calls them: the tree's linkage, the progressive stage (both twins of each), the
-    records. msa._runtime.startup loads them on its background thread while the main thread
+    order it calls them: the tree's linkage, the progressive stage (one call: msa.backends.cpu.forest),
+    the records. msa._runtime.startup loads them on its background thread while the main thread
     de-duplicates the input and computes the distances, which load their own functions."""
     from msa.tree import guide_tree, linkage
 
     return [
         linkage.batch_linkage, linkage.graft, linkage._postorder, linkage._renumber, guide_tree.node_levels,
-        segments._one_hot_rows, segments._one_hot_rows_serial, align_module._align_batch,
-        align_module._align_serial, segments._copy_rows, segments._copy_rows_serial, segments._place,
-        segments._place_serial, records.fill_records,
+        forest.align_forest, records.fill_records,
     ]
 
 
@@ -130,6 +129,23 @@ class CpuBackend:
     #: Data movement between levels (msa.backends.cpu.segments); see Backend.
     gather_profiles = staticmethod(segments.gather_profiles)
     place_segments = staticmethod(segments.place_segments)
+
+    @staticmethod
+    def align_forest(
+        codes: np.ndarray, offsets: np.ndarray, children: np.ndarray, levels: np.ndarray, gaps: np.ndarray,
+        matrix: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The progressive stage of a forest in one compiled call (msa.backends.cpu.forest); see Backend.
+        Its arrays are passed writable and C-ordered, so one compiled entry serves every call
+        (a family's gap rows are a read-only broadcast)."""
+        n = len(offsets) - 1
+        order = np.argsort(levels, kind="stable")
+        bounds = np.concatenate(([0], np.flatnonzero(np.diff(levels[order])) + 1, [len(order)])).astype(np.int64)
+        own = functools.partial(np.require, requirements=("C", "W"))
+        return forest.align_forest(
+            own(codes, np.uint8), own(offsets, np.int64), own(children, np.int64), order + n, bounds,
+            own(gaps, np.int64), own(matrix, np.int64), align_module.SERIAL_CELLS,
+        )
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         """Align every merge of a level batch (Numba, one merge per thread). The parents come

@@ -36,6 +36,7 @@ class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage, Recor
     #: Every single-linkage LCS group goes through Prim: one launch runs all groups' steps at once.
     prim_every_group = True
     xp = cp  # profile tables and maps stay CuPy arrays between levels
+    align_forest = None  # a launch per level: msa.progressive's level loop drives the stage
 
     def __init__(self, device: int = 0, memory_limit: int | None = None, memory_cap: int | None = None) -> None:
         """``memory_limit``: most device bytes one piece of work may plan to use (default:

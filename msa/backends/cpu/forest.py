@@ -1,0 +1,127 @@
+"""The progressive stage of a small forest in one compiled call: the CPU's level loop.
+
+msa.progressive drives the stage a level at a time, a gather, a batch of merges and a
+placement per level, each one backend call; on the GPU each is a launch and must be. On the
+CPU each level also paid 80-120 us of NumPy and dispatch, and single linkage's deep trees
+are hundreds of levels of one small merge: PF01381.1000 (1,024 distinct sequences) has 534
+levels and spent 66 ms in the stage, 23 ms of it in the DP (2-core dev machine, session 20).
+Here the same loop runs compiled, with the same pieces: leaves' one-hot rows and children's
+tables gathered as msa.backends.cpu.segments gathers them, each level's merges by
+msa.backends.cpu.align's ``_align_serial`` / ``_align_batch`` (the same DP, so the same
+bytes), and the maps composed top-down into every residue's final column.
+
+Memory: a node's table lives from its merge until its parent's gather (a level's parents are
+copied out of the batch's array, so a parent still waiting keeps only its own rows); every
+level's maps are kept for the top-down pass (8 bytes a column of every non-root node), as
+the level loop keeps them. A call cannot be interrupted, so msa.progressive gives it forests
+of at most FOREST_RESIDUES residues.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from msa._runtime.jit import njit
+from msa.backends.cpu.align import _align_batch, _align_serial
+from msa.backends.cpu.segments import _copy_segment, _one_hot_segment
+from msa.profile import N_COUNTS
+
+
+@njit(cache=True, nogil=True)
+def _gather(codes, offsets, tables, n, kids, widths, col_offsets) -> np.ndarray:
+    """The children's tables end to end: a leaf's one-hot rows, an inner node's table."""
+    out = np.zeros((col_offsets[-1], N_COUNTS), dtype=np.int32)
+    for i in range(len(kids)):
+        c = kids[i]
+        if c < n:
+            _one_hot_segment(codes, offsets[c], col_offsets[i], widths[c], out)
+        else:
+            _copy_segment(tables[c - n], 0, col_offsets[i], widths[c], out)
+    return out
+
+
+#: align_forest calls the thread pool's twin of the batch DP (``_align_batch``) on levels with
+#: the cells to share, and a function that calls a ``parallel=True`` one must be compiled by
+#: Numba's parallel pipeline too: compiled without it, its cached entry crashed the process
+#: that loaded it (Numba 0.68). With prange only, none of Numba's other rewrites (array
+#: creation, array expressions), which would wake the pool for every small array a level makes.
+PRANGE_ONLY = {"prange": True, "numpy": False, "comprehension": False, "setitem": False, "reduction": False,
+               "stencil": False, "fusion": False, "inplace_binop": False}
+
+
+@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
+def align_forest(
+    codes: np.ndarray, offsets: np.ndarray, children: np.ndarray, order: np.ndarray, bounds: np.ndarray,
+    gaps: np.ndarray, matrix: np.ndarray, serial_cells: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every merge of the forest, level by level, then every residue's final column.
+
+    ``children[k]``: inner node ``n + k``'s two children (leaves ``< n``, sequence ``i`` at
+    ``codes[offsets[i]:offsets[i + 1]]``); ``order[bounds[l]:bounds[l + 1]]``: the inner nodes
+    of level ``l``; ``gaps[k]``: merge ``k``'s gap vector. A level of fewer than
+    ``serial_cells`` DP cells (or of one merge) runs on this thread, as align_batch decides.
+    Returns the final column of every residue (``codes`` layout) and every node's width."""
+    n = len(offsets) - 1
+    n_inner = len(children)
+    widths = np.zeros(n + n_inner, dtype=np.int64)
+    for i in range(n):
+        widths[i] = offsets[i + 1] - offsets[i]
+    n_seqs = np.ones(n + n_inner, dtype=np.int64)
+    no_table = np.zeros((0, N_COUNTS), dtype=np.int32)
+    tables = [no_table for _ in range(n_inner)]
+    n_levels = len(bounds) - 1
+    level_maps = [np.zeros(0, dtype=np.int64) for _ in range(n_levels)]
+    map_level = np.full(n + n_inner, -1, dtype=np.int64)  # the level whose maps hold a node's columns
+    map_off = np.zeros(n + n_inner, dtype=np.int64)
+    for lv in range(n_levels):
+        nodes = order[bounds[lv] : bounds[lv + 1]]
+        m = len(nodes)
+        kids = np.empty(2 * m, dtype=np.int64)
+        col_offsets = np.zeros(2 * m + 1, dtype=np.int64)
+        cells = 0
+        for j in range(m):
+            a, b = children[nodes[j] - n, 0], children[nodes[j] - n, 1]
+            kids[2 * j], kids[2 * j + 1] = a, b
+            col_offsets[2 * j + 1] = col_offsets[2 * j] + widths[a]
+            col_offsets[2 * j + 2] = col_offsets[2 * j + 1] + widths[b]
+            cells += widths[a] * widths[b]
+        counts = _gather(codes, offsets, tables, n, kids, widths, col_offsets)
+        kid_seqs = np.empty(2 * m, dtype=np.int64)
+        for i in range(2 * m):
+            kid_seqs[i] = n_seqs[kids[i]]
+            if kids[i] >= n:
+                tables[kids[i] - n] = no_table  # taken: its rows are in ``counts`` now
+            map_level[kids[i]] = lv
+            map_off[kids[i]] = col_offsets[i]
+        g = np.empty((m, 4), dtype=np.int64)
+        for j in range(m):
+            g[j] = gaps[nodes[j] - n]
+        if m == 1 or cells < serial_cells:
+            maps, parents, parent_off = _align_serial(counts, col_offsets, kid_seqs, matrix, g)
+        else:
+            maps, parents, parent_off = _align_batch(counts, col_offsets, kid_seqs, matrix, g)
+        for j in range(m):
+            v = nodes[j]
+            widths[v] = parent_off[j + 1] - parent_off[j]
+            n_seqs[v] = kid_seqs[2 * j] + kid_seqs[2 * j + 1]
+            tables[v - n] = parents[parent_off[j] : parent_off[j + 1]].copy()
+        level_maps[lv] = maps
+    columns = np.empty(len(codes), dtype=np.int64)
+    no_final = np.zeros(0, dtype=np.int64)
+    finals = [no_final for _ in range(n_inner)]
+    for at in range(len(order) - 1, -1, -1):  # parents before children: a parent's level is higher
+        v = order[at]
+        final = np.arange(widths[v]) if map_level[v] < 0 else finals[v - n]  # a root's columns are its own
+        finals[v - n] = no_final
+        for side in range(2):
+            c = children[v - n, side]
+            maps, o, w = level_maps[map_level[c]], map_off[c], widths[c]
+            if c < n:
+                s = offsets[c]
+                for i in range(w):
+                    columns[s + i] = final[maps[o + i]]
+            else:
+                mine = np.empty(w, dtype=np.int64)
+                for i in range(w):
+                    mine[i] = final[maps[o + i]]
+                finals[c - n] = mine
+    return columns, widths
