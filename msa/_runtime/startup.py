@@ -248,6 +248,9 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
     what failed there."""
     try:
         try:
+            import numba  # noqa: F401
+
+            _typeof_without_numpy_ma()  # before the pipeline's import, which the main thread waits for
             import msa.pipeline  # noqa: F401  (the tree, progressive and CPU backend modules)
             from msa.backends.cpu import first_compiled_call
         except BaseException as exc:
@@ -281,6 +284,36 @@ def _skip_numba_extensions() -> None:
 
     if hooks_off() is None and getattr(entrypoints, "_already_initialized", None) is False:
         entrypoints._already_initialized = True
+
+
+def _typeof_without_numpy_ma() -> None:
+    """Numba types the first array of each dtype, dimension and layout by its Python typeof,
+    whose first line asks whether the array is a ``numpy.ma.MaskedArray``, and NumPy imports
+    numpy.ma on that first reading of ``np.ma`` (7 ms on the 2-core dev machine, in every run).
+    No array is a MaskedArray before numpy.ma is imported, so in msa's own processes (the CLI)
+    arrays are typed without the question until it is; the answer is Numba's own otherwise, and
+    in every process where msa's jit hooks are off (MSA_JIT_HOOKS=0: untested Numba)."""
+    import numpy as np
+    from numba.core import errors, types
+    from numba.core.typing import typeof
+    from numba.np import numpy_support
+
+    from msa._runtime.jit import hooks_off
+
+    numbas = typeof.typeof_impl.dispatch(np.ndarray)
+    if hooks_off() is not None or getattr(numbas, "__name__", None) != "_typeof_ndarray":
+        return
+
+    def typeof_ndarray(val, c):
+        if "numpy.ma" in sys.modules:
+            return numbas(val, c)
+        try:  # the rest of Numba's _typeof_ndarray
+            dtype = numpy_support.from_dtype(val.dtype)
+        except errors.NumbaNotImplementedError:
+            raise errors.NumbaValueError(f"Unsupported array dtype: {val.dtype}") from None
+        return types.Array(dtype, val.ndim, numpy_support.map_layout(val), readonly=not val.flags.writeable)
+
+    typeof.typeof_impl.register(np.ndarray)(typeof_ndarray)
 
 
 #: The module Numba's array-math registry imports to see whether SciPy's BLAS is there.

@@ -307,7 +307,8 @@ def _pair_batches(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pair_off = condensed_offsets(np.ascontiguousarray(group_off, dtype=np.int64))
     cum = pair_off[1:]
     cuts = np.searchsorted(cum, np.arange(EXACT_BATCH_PAIRS, cum[-1], EXACT_BATCH_PAIRS), side="right")
-    return np.unique(np.concatenate(([0], cuts, [len(group_off) - 1]))), pair_off
+    bounds = np.concatenate(([0], cuts, [len(group_off) - 1]))  # rising: repeats dropped below
+    return bounds[np.diff(bounds, prepend=-1) > 0], pair_off  # (np.unique would import numpy.ma: 7 ms)
 
 
 def _sample_trees(db, sample, sample_off, backend) -> tuple[np.ndarray, np.ndarray]:

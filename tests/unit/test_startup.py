@@ -338,3 +338,35 @@ def test_help_and_argument_errors_import_no_numpy() -> None:
                  ["score", "--help"], ["align", "--no-such-option"], ["align", "x.fa", "--device", "tpu"]):
         _, modules = _modules_after(argv)
         assert not {"numpy", "numba", "cupy"} & set(modules), (argv, modules)
+
+
+def test_the_cli_types_arrays_without_importing_numpy_ma(tmp_path: Path) -> None:
+    """A CLI run types its arrays without importing numpy.ma (Numba's typeof asks whether each
+    first array is a MaskedArray); the types are Numba's own, and once numpy.ma is imported a
+    masked array is refused as Numba refuses it."""
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['msa', 'align', {str(REPO / 'datasets' / 'examples' / 'example.fa')!r}, '-o', 'out.fa', '-q']\n"
+        "try:\n"
+        "    runpy.run_module('msa', run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print('numpy.ma' in sys.modules)\n"
+        "import numpy as np\n"
+        "from numba.core.typing import typeof\n"
+        "from numba.core.typing.typeof import Purpose, _typeof_ndarray\n"
+        "patched = typeof.typeof_impl.dispatch(np.ndarray)\n"
+        "base = np.arange(24, dtype=np.int64).reshape(4, 6)\n"
+        "arrays = [base, base.T, base[:, ::2], base[0], np.zeros(3, np.uint8), np.zeros((2, 2), np.float32, order='F'),\n"
+        "          np.broadcast_to(np.arange(4), (3, 4)), np.frombuffer(b'abc', dtype=np.uint8), np.zeros((), bool)]\n"
+        "types = [patched(a, Purpose.argument) for a in arrays]\n"
+        "print(patched is not _typeof_ndarray, types == [_typeof_ndarray(a, Purpose.argument) for a in arrays])\n"
+        "from msa.seqops import take_ranges\n"
+        "try:\n"
+        "    take_ranges(np.ma.masked_array(np.arange(6)), np.array([1]), np.array([2]))\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["False", "True", "True", "NumbaTypeError"]
