@@ -345,10 +345,11 @@ def test_the_cli_types_arrays_without_importing_numpy_ma(tmp_path: Path) -> None
     first array is a MaskedArray); the types are Numba's own, and once numpy.ma is imported a
     masked array is refused as Numba refuses it."""
     code = (
-        "import runpy, sys\n"
+        "import sys\n"
+        "from msa.__main__ import main\n"
         f"sys.argv = ['msa', 'align', {str(REPO / 'datasets' / 'examples' / 'example.fa')!r}, '-o', 'out.fa', '-q']\n"
         "try:\n"
-        "    runpy.run_module('msa', run_name='__main__')\n"
+        "    main()\n"
         "except SystemExit as exc:\n"
         "    assert not exc.code, exc.code\n"
         "print('numpy.ma' in sys.modules)\n"
@@ -370,3 +371,24 @@ def test_the_cli_types_arrays_without_importing_numpy_ma(tmp_path: Path) -> None
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.stdout.split() == ["False", "True", "True", "NumbaTypeError"]
+
+
+def test_the_script_ends_without_teardown_and_loses_no_output(tmp_path: Path) -> None:
+    """``python -m msa`` ends by os._exit once the command is done (no atexit handler runs),
+    with everything it wrote to stdout delivered and the command's exit status; a usage error
+    still exits 2."""
+    example = str(REPO / "datasets" / "examples" / "example.fa")
+    probe = ("import atexit, runpy, sys\n"
+             "atexit.register(lambda: sys.stderr.write('teardown\\n'))\n"
+             "sys.argv = ['msa', *sys.argv[1:]]\n"
+             "runpy.run_module('msa', run_name='__main__')\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    piped = subprocess.run([sys.executable, "-c", probe, "align", example, "-q"], cwd=tmp_path, capture_output=True,
+                           env=env)
+    assert piped.returncode == 0 and b"teardown" not in piped.stderr, piped.stderr
+    subprocess.run([sys.executable, "-m", "msa", "align", example, "-q", "-o", "out.fa"], cwd=tmp_path, check=True,
+                   env=env)
+    assert piped.stdout == (tmp_path / "out.fa").read_bytes()
+    usage = subprocess.run([sys.executable, "-c", probe, "align", example, "--device", "tpu"], cwd=tmp_path,
+                           capture_output=True, text=True, env=env)
+    assert usage.returncode == 2 and "teardown" not in usage.stderr
