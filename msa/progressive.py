@@ -103,16 +103,12 @@ def _progressive(
         check_family(db, tree)
     merged = [f for f, db in enumerate(dbs) if len(db) > 1]  # one sequence is its own alignment
     done: dict[int, tuple[np.ndarray, int, np.ndarray | None]] = {}
-    fused = not profiles and backend.align_forest is not None
     if merged:
-        with current().stage("aligning profiles", total=sum(len(dbs[f]) - 1 for f in merged)) as advance:
-            for group in _forest_groups([len(dbs[f].codes) for f in merged], FOREST_RESIDUES if fused else None):
-                picked = [merged[i] for i in group]
-                forest = _Forest.of([dbs[f] for f in picked], [trees[f] for f in picked], [gaps[f] for f in picked])
-                columns, widths, tables = _align_forest(forest, matrix, backend, advance, fused, profiles)
-                for i, f in enumerate(picked):
-                    table = None if tables is None else tables[i]
-                    done[f] = (columns[forest.code_off[i] : forest.code_off[i + 1]], int(widths[i]), table)
+        forest = _Forest.of([dbs[f] for f in merged], [trees[f] for f in merged], [gaps[f] for f in merged])
+        columns, widths, tables = _align_forest(forest, matrix, backend, profiles)
+        for i, f in enumerate(merged):
+            table = None if tables is None else tables[i]
+            done[f] = (columns[forest.code_off[i] : forest.code_off[i + 1]], int(widths[i]), table)
     return [
         done[f] if f in done else (
             np.arange(db.lengths[0], dtype=np.int64), int(db.lengths[0]), sequence_counts(db.codes) if profiles else None
@@ -222,14 +218,6 @@ class _Forest:
         )
 
 
-#: Forests of at most this many residues go to the backend's ``align_forest`` where it has one
-#: (the CPU): one compiled call for the stage, which pays nothing per level (a Python level cost
-#: 80-120 us on 2 cores, and single linkage's trees are mostly levels of one small merge). No
-#: signal interrupts a compiled call, so a run's small families are cut into forests of this
-#: size (a family's columns do not depend on its forest's others; ~1 s of DP on 2 cores), and
-#: a larger family takes the level loop, where its merges outweigh its levels.
-FOREST_RESIDUES = 1 << 20
-
 #: A GPU run puts each level on the GPU or on the host's CPU, whichever the model below predicts
 #: to finish it first (the bytes are the same either way). False keeps every level on the run's
 #: backend (tests compare the two).
@@ -302,32 +290,19 @@ class _Sides:
         return 0 if gpu + link[0] <= cpu + link[1] else 1
 
 
-def _forest_groups(residues: list[int], limit: int | None) -> list[range]:
-    """Consecutive families (``residues`` each, at least one) in forests of at most ``limit``
-    residues, a larger family alone; None: one forest (the GPU's levels serve them all)."""
-    groups: list[range] = []
-    start, size = 0, 0
-    for i, r in enumerate(residues):
-        if limit is not None and i > start and size + r > limit:
-            groups.append(range(start, i))
-            start, size = i, 0
-        size += r
-    return [*groups, range(start, len(residues))]
-
-
 def _align_forest(
-    forest: _Forest, matrix: np.ndarray, backend, advance, fused: bool, profiles: bool = False
+    forest: _Forest, matrix: np.ndarray, backend, profiles: bool = False
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray] | None]:
     """The progressive stage over a forest: ``(columns, widths, tables)``, the final column of
     every residue (``forest.codes`` layout, host), each family's width and, with ``profiles``,
-    each root's profile table (host; else None). ``fused``: a forest of at most FOREST_RESIDUES
-    goes to the backend's ``align_forest`` in one call; ``advance(k)`` counts merges done."""
+    each root's profile table (host; else None). A backend with ``align_forest`` (the CPU)
+    runs the stage in one call where no tables are wanted; otherwise the levels run here."""
     n = forest.n
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
-    if fused and len(forest.codes) <= FOREST_RESIDUES:
-        columns, widths = backend.align_forest(
-            forest.codes, forest.offsets, forest.children, forest.levels, forest.gaps, matrix)
-        advance(len(forest.children))
+    if not profiles and backend.align_forest is not None:
+        with current().stage("aligning profiles", total=len(forest.children)) as advance:
+            columns, widths = backend.align_forest(
+                forest.codes, forest.offsets, forest.children, forest.levels, forest.gaps, matrix, advance)
         return columns, widths[forest.roots], None
     sides = _Sides(backend)
     order = np.argsort(forest.levels, kind="stable")
@@ -339,24 +314,25 @@ def _align_forest(
     done: list[np.ndarray] = []  # the batches as run: levels, cut where they do not fit the device
     batch_maps: list = []
     batch_side: list[int] = []
-    for level in batches:
-        kid_widths = pool.widths[forest.children[level - n]]
-        side = sides.choose(kid_widths[:, 0], kid_widths[:, 1], pool.away(forest.children[level - n]))
-        run = sides.backend(side)
-        cuts = run.level_cuts(kid_widths.reshape(-1))
-        for nodes in np.split(level, cuts[1:-1]):
-            kids = forest.children[nodes - n].reshape(-1)
-            sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
-            gathered, col_offsets = pool.take(kids, side)
-            batch = AlignBatch(gathered, col_offsets, sizes[kids], matrix, forest.gaps[nodes - n])
-            del gathered
-            result = run.profile_align(batch)
-            del batch  # the gathered tables go before the parents are kept
-            pool.add_level(nodes, result.counts, result.col_offsets, side)
-            batch_maps.append(result.maps.astype(run.xp.int32, copy=False))  # the GPU's are int32 already
-            batch_side.append(side)
-            done.append(nodes)
-            advance(len(nodes))
+    with current().stage("aligning profiles", total=len(forest.children)) as advance:
+        for level in batches:
+            kid_widths = pool.widths[forest.children[level - n]]
+            side = sides.choose(kid_widths[:, 0], kid_widths[:, 1], pool.away(forest.children[level - n]))
+            run = sides.backend(side)
+            cuts = run.level_cuts(kid_widths.reshape(-1))
+            for nodes in np.split(level, cuts[1:-1]):
+                kids = forest.children[nodes - n].reshape(-1)
+                sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
+                gathered, col_offsets = pool.take(kids, side)
+                batch = AlignBatch(gathered, col_offsets, sizes[kids], matrix, forest.gaps[nodes - n])
+                del gathered
+                result = run.profile_align(batch)
+                del batch  # the gathered tables go before the parents are kept
+                pool.add_level(nodes, result.counts, result.col_offsets, side)
+                batch_maps.append(result.maps.astype(run.xp.int32, copy=False))  # the GPU's are int32 already
+                batch_side.append(side)
+                done.append(nodes)
+                advance(len(nodes))
     tables = None
     if profiles:
         gathered, offs = pool.take(forest.roots, 1 if sides.hybrid else 0)

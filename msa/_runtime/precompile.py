@@ -142,22 +142,23 @@ def align_cli(x: Inputs) -> None:
                     write_alignment(io.BytesIO(), aligned, fmt)
     for n in (1, 2, 3):
         align_db(SeqDB.from_pairs(family(3, n, 40, PROTEIN)), x.base, x.cpu)
-    # The level loop of the progressive stage (msa.progressive's, which families past
-    # FOREST_RESIDUES and the GPU's host-side levels take; these families take the CPU's one
-    # compiled call), with the calling thread's twins and with the thread pool's builds, which
-    # levels larger than these families' take.
-    from msa import progressive
-    from msa.backends.cpu import align, segments
+    # The level loop of the progressive stage (msa.progressive's, which the GPU's host-side
+    # levels take; the CPU backend runs the stage in one compiled call), with the calling
+    # thread's twins and with the thread pool's builds, which levels larger than these
+    # families' take.
+    from msa.backends.cpu import CpuBackend, align, segments
 
-    saved = segments.SERIAL_ROWS, align.SERIAL_CELLS, progressive.FOREST_RESIDUES
-    progressive.FOREST_RESIDUES = 0
+    class LevelLoop(CpuBackend):
+        align_forest = None
+
+    saved = segments.SERIAL_ROWS, align.SERIAL_CELLS
     try:
-        for serial in (saved[:2], (0, 0)):
+        for serial in (saved, (0, 0)):
             segments.SERIAL_ROWS, align.SERIAL_CELLS = serial
             for source in (x.protein, x.dna):
-                align_db(read_fasta(source), x.base, x.cpu)
+                align_db(read_fasta(source), x.base, LevelLoop())
     finally:
-        segments.SERIAL_ROWS, align.SERIAL_CELLS, progressive.FOREST_RESIDUES = saved
+        segments.SERIAL_ROWS, align.SERIAL_CELLS = saved
 
 
 def align_along(x: Inputs) -> None:

@@ -359,35 +359,55 @@ def test_many_families_each_as_alone():
         np.testing.assert_array_equal(columns, got[f][0])
 
 
-@pytest.mark.parametrize("serial_cells,limit", [(1 << 14, 1 << 20), (0, 1 << 20), (1 << 14, 300)])
-def test_one_compiled_call_equals_the_level_loop(serial_cells, limit, monkeypatch):
-    """The CPU's progressive stage in one compiled call per forest (msa.backends.cpu.forest)
-    gives every family the columns the level loop gives it: levels on the calling thread and
-    on the thread pool, and a run's families cut into forests of ``limit`` residues (a family
-    past it through the level loop)."""
+@pytest.mark.parametrize("serial_cells", [1 << 14, 0])
+def test_one_compiled_call_equals_the_level_loop(serial_cells, monkeypatch):
+    """The CPU's progressive stage in one compiled call (msa.backends.cpu.forest) gives every
+    family the columns the level loop gives it, with levels on the calling thread and on the
+    thread pool, and reports every merge to the progress bar."""
     monkeypatch.setattr("msa.backends.cpu.align.SERIAL_CELLS", serial_cells)
-    monkeypatch.setattr("msa.progressive.FOREST_RESIDUES", limit)
-    rng = np.random.default_rng(serial_cells + limit)
+    rng = np.random.default_rng(serial_cells)
     dbs, trees, gaps = random_families(rng)
-    dbs.append(random_db(rng, 70, 1, 40))  # one past the smallest limit
-    trees.append(random_tree(rng, 70))
-    gaps.append(gaps[0])
-    calls = []
+    steps: list[int] = []
     fused = CpuBackend.align_forest
 
     def counted(*args):
-        calls.append(len(args[0]))
-        return fused(*args)
+        return fused(*args[:-1], lambda k: steps.append(k) or args[-1](k))
 
     monkeypatch.setattr(CpuBackend, "align_forest", staticmethod(counted))
     got = progressive_align_many(dbs, trees, MATRIX, gaps, CpuBackend())
     want = progressive_align_many(dbs, trees, MATRIX, gaps, CountingBackend())
-    assert calls and max(calls) <= limit
-    assert (len(calls) > 1) == (limit < 1 << 20)
+    assert sum(steps) == sum(len(db) - 1 for db in dbs if len(db) > 1)
     for db, (columns, width), (want_columns, want_width) in zip(dbs, got, want):
         assert width == want_width
         np.testing.assert_array_equal(columns, want_columns)
         check_invariants(db, columns, width)
+
+
+def test_a_signal_stops_the_compiled_call_at_its_next_level(monkeypatch):
+    """A signal noted while the one compiled call runs (here at its first progress report) stops
+    it at its next level (it runs on a thread of its own, the calling one watching); Interrupted
+    is raised once it has stopped, and no merge after it is reported."""
+    import signal
+    import threading
+
+    from msa._runtime import interrupts
+    from msa.backends.cpu import forest
+
+    monkeypatch.setattr(forest, "POLL_S", 0.0)
+    n = 2000
+    db = random_db(np.random.default_rng(3), n, 20, 60)
+    tree = caterpillar(n)
+    seen: list[int] = []
+
+    def advance(k: int) -> None:
+        seen.append(k)
+        interrupts._state.pending = interrupts._state.pending or signal.SIGINT  # what the handler notes
+
+    with pytest.raises(interrupts.Interrupted), interrupts.handling():
+        CpuBackend.align_forest(db.codes, db.offsets, tree.children, tree.levels(), np.tile(G, (n - 1, 1)), MATRIX,
+                                advance)
+    assert sum(seen) < n - 1
+    assert not [t for t in threading.enumerate() if t.name == "msa-forest"]
 
 
 def test_many_families_checks_each_family():

@@ -133,18 +133,18 @@ class CpuBackend:
     @staticmethod
     def align_forest(
         codes: np.ndarray, offsets: np.ndarray, children: np.ndarray, levels: np.ndarray, gaps: np.ndarray,
-        matrix: np.ndarray,
+        matrix: np.ndarray, advance: Callable[[int], None],
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The progressive stage of a forest in one compiled call (msa.backends.cpu.forest); see Backend.
-        Its arrays are passed writable and C-ordered, so one compiled entry serves every call
-        (a family's gap rows are a read-only broadcast)."""
+        """The progressive stage of a forest in one compiled call (msa.backends.cpu.forest); see
+        Backend. Its arrays are passed writable and C-ordered, so one compiled entry serves
+        every call (a family's gap rows are a read-only broadcast)."""
         n = len(offsets) - 1
         order = np.argsort(levels, kind="stable")
         bounds = np.concatenate(([0], np.flatnonzero(np.diff(levels[order])) + 1, [len(order)])).astype(np.int64)
         own = functools.partial(np.require, requirements=("C", "W"))
-        return forest.align_forest(
+        return forest.run(
             own(codes, np.uint8), own(offsets, np.int64), own(children, np.int64), order + n, bounds,
-            own(gaps, np.int64), own(matrix, np.int64), align_module.SERIAL_CELLS,
+            own(gaps, np.int64), own(matrix, np.int64), align_module.SERIAL_CELLS, advance,
         )
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:

@@ -1,4 +1,4 @@
-"""The progressive stage of a small forest in one compiled call: the CPU's level loop.
+"""The progressive stage of a forest in one compiled call: the CPU's level loop.
 
 msa.progressive drives the stage a level at a time, a gather, a batch of merges and a
 placement per level, each one backend call; on the GPU each is a launch and must be. On the
@@ -10,20 +10,34 @@ tables gathered as msa.backends.cpu.segments gathers them, each level's merges b
 msa.backends.cpu.align's ``_align_serial`` / ``_align_batch`` (the same DP, so the same
 bytes), and the maps composed top-down into every residue's final column.
 
+The call reports the merges done in ``state[DONE]`` after each level and stops at the next
+level once ``state[STOP]`` is set: it runs on a thread of its own (:func:`run`) while the
+calling thread shows progress and, on a signal, sets STOP, so a run stops within a level as
+it does in the level loop.
+
 Memory: a node's table lives from its merge until its parent's gather (a level's parents are
 copied out of the batch's array, so a parent still waiting keeps only its own rows); every
 level's maps are kept for the top-down pass (8 bytes a column of every non-root node), as
-the level loop keeps them. A call cannot be interrupted, so msa.progressive gives it forests
-of at most FOREST_RESIDUES residues.
+the level loop keeps them.
 """
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
+import numba
 import numpy as np
 
+from msa._runtime import interrupts
 from msa._runtime.jit import njit
 from msa.backends.cpu.align import _align_batch, _align_serial
 from msa.backends.cpu.segments import _copy_segment, _one_hot_segment
 from msa.profile import N_COUNTS
+
+#: ``state`` of align_forest: merges done so far (written by the call), and stop (set by the caller).
+DONE, STOP = 0, 1
+#: How often the calling thread looks at a running call (progress, signals), seconds.
+POLL_S = 0.1
 
 
 @njit(cache=True, nogil=True)
@@ -51,7 +65,7 @@ PRANGE_ONLY = {"prange": True, "numpy": False, "comprehension": False, "setitem"
 @njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
 def align_forest(
     codes: np.ndarray, offsets: np.ndarray, children: np.ndarray, order: np.ndarray, bounds: np.ndarray,
-    gaps: np.ndarray, matrix: np.ndarray, serial_cells: int,
+    gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, state: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every merge of the forest, level by level, then every residue's final column.
 
@@ -59,7 +73,8 @@ def align_forest(
     ``codes[offsets[i]:offsets[i + 1]]``); ``order[bounds[l]:bounds[l + 1]]``: the inner nodes
     of level ``l``; ``gaps[k]``: merge ``k``'s gap vector. A level of fewer than
     ``serial_cells`` DP cells (or of one merge) runs on this thread, as align_batch decides.
-    Returns the final column of every residue (``codes`` layout) and every node's width."""
+    Returns the final column of every residue (``codes`` layout) and every node's width;
+    stopped (``state[STOP]``), what it returns is not an alignment."""
     n = len(offsets) - 1
     n_inner = len(children)
     widths = np.zeros(n + n_inner, dtype=np.int64)
@@ -72,7 +87,10 @@ def align_forest(
     level_maps = [np.zeros(0, dtype=np.int64) for _ in range(n_levels)]
     map_level = np.full(n + n_inner, -1, dtype=np.int64)  # the level whose maps hold a node's columns
     map_off = np.zeros(n + n_inner, dtype=np.int64)
+    columns = np.empty(len(codes), dtype=np.int64)
     for lv in range(n_levels):
+        if state[STOP]:
+            return columns, widths
         nodes = order[bounds[lv] : bounds[lv + 1]]
         m = len(nodes)
         kids = np.empty(2 * m, dtype=np.int64)
@@ -105,7 +123,7 @@ def align_forest(
             n_seqs[v] = kid_seqs[2 * j] + kid_seqs[2 * j + 1]
             tables[v - n] = parents[parent_off[j] : parent_off[j + 1]].copy()
         level_maps[lv] = maps
-    columns = np.empty(len(codes), dtype=np.int64)
+        state[DONE] += m
     no_final = np.zeros(0, dtype=np.int64)
     finals = [no_final for _ in range(n_inner)]
     for at in range(len(order) - 1, -1, -1):  # parents before children: a parent's level is higher
@@ -125,3 +143,39 @@ def align_forest(
                     mine[i] = final[maps[o + i]]
                 finals[c - n] = mine
     return columns, widths
+
+
+def run(
+    codes: np.ndarray, offsets: np.ndarray, children: np.ndarray, order: np.ndarray, bounds: np.ndarray,
+    gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, advance: Callable[[int], None],
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`align_forest` on a thread of its own (it holds no GIL) with this thread's Numba
+    threads, while this one calls ``advance`` with the merges done every POLL_S and, once a
+    signal is noted (msa._runtime.interrupts), stops it at its next level; the signal is raised
+    here once it has stopped (Interrupted), never while it runs."""
+    state = np.zeros(2, dtype=np.int64)
+    threads = numba.get_num_threads()  # a setting of the calling thread
+    out: list = []
+
+    def work() -> None:
+        try:
+            numba.set_num_threads(threads)
+            out.append(align_forest(codes, offsets, children, order, bounds, gaps, matrix, serial_cells, state))
+        except BaseException as exc:  # raised on the calling thread
+            out.append(exc)
+
+    worker = threading.Thread(target=work, name="msa-forest", daemon=True)
+    reported = 0
+    with interrupts.held():  # no checkpoint raises while it runs; a signal is raised at the end
+        worker.start()
+        while worker.is_alive():
+            worker.join(POLL_S)
+            if interrupts.pending():
+                state[STOP] = 1
+            done = int(state[DONE])
+            advance(done - reported)
+            reported = done
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    advance(len(children) - reported)
+    return out[0]
