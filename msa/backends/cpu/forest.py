@@ -23,10 +23,12 @@ the level loop keeps them.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 
 import numba
 import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
 
 from msa._runtime import interrupts
 from msa._runtime.jit import njit
@@ -60,6 +62,12 @@ def _gather(codes, offsets, tables, n, kids, widths, col_offsets) -> np.ndarray:
 #: creation, array expressions), which would wake the pool for every small array a level makes.
 PRANGE_ONLY = {"prange": True, "numpy": False, "comprehension": False, "setitem": False, "reduction": False,
                "stencil": False, "fusion": False, "inplace_binop": False}
+# Numba then warns, when it compiles align_forest, that the pipeline found nothing to run in
+# parallel: true, and meant so. Only that warning about this file is silenced.
+warnings.filterwarnings(
+    "ignore", r"(?s).*'parallel=True' was specified but no transformation.*msa.backends.cpu.forest\.py",
+    NumbaPerformanceWarning,
+)
 
 
 @njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
