@@ -37,7 +37,8 @@ def run() -> NoReturn:
     """The ``msa`` script and ``python -m msa``: :func:`main`, then the process ends at once.
 
     The interpreter's teardown (every module's objects freed, Numba's and LLVM's among them)
-    took ~30 ms of a 0.3 s run on the 2-core dev machine, after the outputs were whole. Once
+    took ~7 ms of a 0.3 s run on the 2-core dev machine (30 ms without the collector frozen at
+    exit, msa.cli.app), after the outputs were whole. Once
     the command has returned or exited, with the standard streams and logging flushed and no
     other Python thread nor Dask (whose cluster has its own shutdown) in the process, it ends
     by ``os._exit``; otherwise, or where a stream cannot be flushed (a closed pipe), by the

@@ -103,12 +103,6 @@ def check() -> None:
         raise Interrupted(signum)
 
 
-def pending() -> bool:
-    """Whether a signal came that a checkpoint will raise (for work that runs off the main
-    thread and can be told to stop: msa.backends.cpu.forest)."""
-    return _state.pending is not None and not _state.finished
-
-
 def process_handlers() -> None:
     """For ``python -m msa`` and the ``msa`` script, before the heavy imports."""
     for s in SIGNALS:

@@ -399,9 +399,10 @@ def test_a_signal_stops_the_compiled_call_at_its_next_level(monkeypatch):
     tree = caterpillar(n)
     seen: list[int] = []
 
-    def advance(k: int) -> None:
+    def advance(k: int) -> None:  # msa.progress's: a checkpoint
         seen.append(k)
         interrupts._state.pending = interrupts._state.pending or signal.SIGINT  # what the handler notes
+        interrupts.check()
 
     with pytest.raises(interrupts.Interrupted), interrupts.handling():
         CpuBackend.align_forest(db.codes, db.offsets, tree.children, tree.levels(), np.tile(G, (n - 1, 1)), MATRIX,

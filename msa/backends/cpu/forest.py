@@ -12,8 +12,8 @@ bytes), and the maps composed top-down into every residue's final column.
 
 The call reports the merges done in ``state[DONE]`` after each level and stops at the next
 level once ``state[STOP]`` is set: it runs on a thread of its own (:func:`run`) while the
-calling thread shows progress and, on a signal, sets STOP, so a run stops within a level as
-it does in the level loop.
+calling thread reports progress, whose checkpoint raises on a signal, and then sets STOP, so a
+run stops within a level as it does in the level loop.
 
 Memory: a node's table lives from its merge until its parent's gather (a level's parents are
 copied out of the batch's array, so a parent still waiting keeps only its own rows); every
@@ -30,7 +30,6 @@ import numba
 import numpy as np
 from numba.core.errors import NumbaPerformanceWarning
 
-from msa._runtime import interrupts
 from msa._runtime.jit import njit
 from msa.backends.cpu.align import _align_batch, _align_serial
 from msa.backends.cpu.segments import _copy_segment, _one_hot_segment
@@ -158,9 +157,9 @@ def run(
     gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, advance: Callable[[int], None],
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`align_forest` on a thread of its own (it holds no GIL) with this thread's Numba
-    threads, while this one calls ``advance`` with the merges done every POLL_S and, once a
-    signal is noted (msa._runtime.interrupts), stops it at its next level; the signal is raised
-    here once it has stopped (Interrupted), never while it runs."""
+    threads, while this one calls ``advance`` with the merges done every POLL_S. ``advance`` is
+    a checkpoint (msa.progress): where it raises (Interrupted, on a signal) the call is stopped
+    at its next level and waited for before the error goes on."""
     state = np.zeros(2, dtype=np.int64)
     threads = numba.get_num_threads()  # a setting of the calling thread
     out: list = []
@@ -174,15 +173,17 @@ def run(
 
     worker = threading.Thread(target=work, name="msa-forest", daemon=True)
     reported = 0
-    with interrupts.held():  # no checkpoint raises while it runs; a signal is raised at the end
-        worker.start()
+    worker.start()
+    try:
         while worker.is_alive():
             worker.join(POLL_S)
-            if interrupts.pending():
-                state[STOP] = 1
             done = int(state[DONE])
-            advance(done - reported)
+            advance(done - reported)  # a checkpoint: raises Interrupted on a signal
             reported = done
+    except BaseException:
+        state[STOP] = 1  # it stops at its next level before the error goes on
+        worker.join()
+        raise
     if isinstance(out[0], BaseException):
         raise out[0]
     advance(len(children) - reported)
