@@ -17,8 +17,8 @@
 
 // Profile tables of a level's children laid end to end (int32 rows of N_COUNTS).
 // rec[5 * g ..]: source table pointer (0: a leaf), first source row (a leaf: its first residue
-// in codes), first output row, rows, unused. A leaf's rows are one-hot: 1 in its residue
-// code's column, 0 elsewhere. Every output element is written.
+// in codes), first output row, rows, a leaf's weight. A leaf's rows are one-hot: its weight in
+// its residue code's column, 0 elsewhere. Every output element is written.
 extern "C" __global__ void __launch_bounds__(SEG_THREADS) gather_profiles(
     const long long* __restrict__ rec, const long long* __restrict__ chunk_off, long long n_seg,
     const unsigned char* __restrict__ codes, int* __restrict__ out) {
@@ -34,7 +34,7 @@ extern "C" __global__ void __launch_bounds__(SEG_THREADS) gather_profiles(
             v = __ldg(src + first * N_COUNTS + e);
         } else {
             const long long row = e / N_COUNTS;
-            v = (long long)codes[first + row] == e - row * N_COUNTS ? 1 : 0;
+            v = (long long)codes[first + row] == e - row * N_COUNTS ? (int)r[4] : 0;
         }
         out[dst + e] = v;
     }

@@ -30,6 +30,8 @@ TreeDistance = Literal["lcs", "kmer", "sw"]
 PartTreeDistance = Literal["lcs", "kmer"]
 Linkage = Literal["single", "upgma"]
 Device = Literal["auto", "cpu", "cuda"]
+#: Sequence weights of the progressive merges: ClustalW's from the guide tree, or none (FAMSA's).
+Weights = Literal["tree", "none"]
 PickTree = Literal["mafft", "single", "link"]
 PartTreeSplit = Literal["sample", "picks"]
 #: ``auto`` detects protein or nucleotides from the residues (msa.alphabet.detect_seq_type).
@@ -43,6 +45,7 @@ TREE_DISTANCES: tuple[TreeDistance, ...] = get_args(TreeDistance)
 PARTTREE_DISTANCES: tuple[PartTreeDistance, ...] = get_args(PartTreeDistance)
 LINKAGES: tuple[Linkage, ...] = get_args(Linkage)
 DEVICES: tuple[Device, ...] = get_args(Device)
+WEIGHTS: tuple[Weights, ...] = get_args(Weights)
 PICK_TREES: tuple[PickTree, ...] = get_args(PickTree)
 PARTTREE_SPLITS: tuple[PartTreeSplit, ...] = get_args(PartTreeSplit)
 FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
@@ -56,6 +59,15 @@ REFINE_MODES = ("auto", "off")
 #: balifam1000 families (745-1141) 0.1 / 0.2 for ~5x (docs/accuracy.md).
 REFINE_AUTO_ROUNDS = 20
 REFINE_AUTO_MAX = 250
+#: ``--weights tree`` gives sequence i the integer weight max(1, rint(WEIGHT_SCALE x w_i / mean
+#: w)), w_i its ClustalW weight from the guide tree (msa.tree.weights), so profiles stay integer
+#: counts and both backends add the same numbers. A coarse scale also floors a sequence deep in
+#: a dense cluster at a quarter of the mean weight (docs/accuracy.md: scales 4-32 measured).
+WEIGHT_SCALE = 4
+#: Families of more distinct sequences than this are aligned unweighted: a weighted profile's
+#: counts are ~WEIGHT_SCALE times its sequences, and the DP's int64 scores grow with the product
+#: of two profiles' counts; up to here they stay below those of an unweighted 2.6 x 10^5.
+WEIGHTS_MAX_SEQUENCES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -154,6 +166,10 @@ class AlignParams:
     #: single linkage, which beats UPGMA by about 2 SP points on BaliFam.
     linkage: Linkage = "single"
     keep_duplicates: bool = False
+    #: Sequence weights in the progressive merges: ``tree`` (ClustalW's weights from the guide
+    #: tree's branch lengths, up to WEIGHTS_MAX_SEQUENCES distinct sequences) or ``none`` (every
+    #: sequence counts once, as in FAMSA).
+    weights: Weights = "tree"
     #: Iterative refinement after the progressive stage (msa.refine): ``off``, a number of
     #: rounds, or ``auto`` (REFINE_AUTO_ROUNDS rounds up to REFINE_AUTO_MAX distinct sequences).
     refine: str = "auto"
@@ -197,6 +213,8 @@ class AlignParams:
             raise ValueError(f"unknown distance {self.distance!r}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}")
+        if self.weights not in WEIGHTS:
+            raise ValueError(f"unknown weights {self.weights!r}; choose {', '.join(WEIGHTS)}")
         if self.gzip_level not in range(1, 10):
             raise ValueError(f"gzip level must be 1 to 9, got {self.gzip_level}")
         if self.refine not in REFINE_MODES and not (self.refine.isdigit() and self.refine.isascii()):

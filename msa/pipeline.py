@@ -1,4 +1,5 @@
-"""The whole run, stage by stage: dedupe, guide tree, progressive alignment, refinement, rows."""
+"""The whole run, stage by stage: dedupe, guide tree (and the sequences' weights from it),
+progressive alignment, refinement, rows."""
 from __future__ import annotations
 
 import os
@@ -14,6 +15,7 @@ from msa.params import AlignParams, gap_costs
 from msa.progress import current
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, NewickError, build_guide_tree, read_newick
+from msa.tree.weights import family_weights
 
 #: Idle Numba threads sleep rather than spin (see :func:`_set_threads`). GNU libgomp reads this
 #: once, when the first parallel kernel starts its pool, and that kernel is a family's
@@ -91,8 +93,9 @@ def align_prepared(
 
     matrix = load_matrix(params.matrix)
     gaps = gap_costs(params, len(family.db))
-    aligned = [progressive_align(family.unique, tree, matrix, gaps, backend)]
-    [(columns, width)] = refine_stage([family.unique], aligned, [tree], matrix, [gaps], backend, params)
+    weights = family_weights(tree, params)
+    aligned = [progressive_align(family.unique, tree, matrix, gaps, backend, weights)]
+    [(columns, width)] = refine_stage([family.unique], aligned, [tree], matrix, [gaps], backend, params, [weights])
     return family.aligned(columns, width)
 
 
@@ -137,8 +140,9 @@ def align_families(
             trees = build_guide_trees(uniques, params, backend)
         gaps = [gap_costs(params, len(families[f].db)) for f in members]
         matrix = load_matrix(params.matrix)
-        aligned = progressive_align_many(uniques, trees, matrix, gaps, backend)
-        aligned = refine_stage(uniques, aligned, trees, matrix, gaps, backend, params)
+        weights = [family_weights(tree, params) for tree in trees]
+        aligned = progressive_align_many(uniques, trees, matrix, gaps, backend, weights)
+        aligned = refine_stage(uniques, aligned, trees, matrix, gaps, backend, params, weights)
         for f, (columns, width) in zip(members, aligned):
             out[f] = families[f].aligned(columns, width)
     return out  # type: ignore[return-value]
@@ -146,10 +150,11 @@ def align_families(
 
 def refine_stage(
     dbs: list[SeqDB], aligned: list[tuple[np.ndarray, int]], trees: list[GuideTree], matrix: np.ndarray,
-    gaps: list, backend: Backend, params: AlignParams,
+    gaps: list, backend: Backend, params: AlignParams, weights: list[np.ndarray | None] | None = None,
 ) -> list[tuple[np.ndarray, int]]:
     """The progressive alignments ``(columns, width)`` refined (msa.refine) as ``params.refine``
-    says for each family's size, the families in shared backend calls."""
+    says for each family's size, the families in shared backend calls, each with the sequence
+    weights its progressive stage had."""
     rounds = [params.refine_rounds(len(db)) for db in dbs]
     todo = [f for f, r in enumerate(rounds) if r > 0]
     if not todo:
@@ -162,7 +167,8 @@ def refine_stage(
         with current().stage("refining", total=r) as advance:
             done = refine_many([dbs[f] for f in group], [aligned[f][0] for f in group], [aligned[f][1] for f in group],
                                [trees[f] for f in group], matrix, [gaps[f] for f in group], gap_costs(params, 2),
-                               backend, r, seed=params.seed, advance=advance)
+                               backend, r, seed=params.seed, advance=advance,
+                               weights=None if weights is None else [weights[f] for f in group])
         for f, (columns, width, _) in zip(group, done):
             out[f] = (columns, width)
     return out

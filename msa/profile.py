@@ -125,7 +125,9 @@ def gap_counts_from_rows(gapped: np.ndarray) -> np.ndarray:
     return out
 
 
-def block_counts(codes: np.ndarray, offsets: np.ndarray, columns: np.ndarray, width: int) -> np.ndarray:
+def block_counts(
+    codes: np.ndarray, offsets: np.ndarray, columns: np.ndarray, width: int, weights: np.ndarray | None = None
+) -> np.ndarray:
     """The profile table of an existing alignment (``msa merge``/``msa add``), from its residues alone.
 
     Sequence ``i``'s residue codes ``codes[offsets[i]:offsets[i+1]]`` sit at the
@@ -134,11 +136,19 @@ def block_counts(codes: np.ndarray, offsets: np.ndarray, columns: np.ndarray, wi
     as :func:`gap_counts_from_rows` defines them (a leading run opens at column 0,
     the others after a residue; runs before the first or after the last residue are
     terminal), built from the runs between residues without a row matrix, so
-    ``O(residues + width)``. The same table a progressive merge builds for those rows.
+    ``O(residues + width)``. The same table a progressive merge builds for those rows;
+    with ``weights`` (integers, one per sequence) each sequence counts that many times,
+    as in a weighted progressive merge (msa.tree.weights).
     """
     columns = np.asarray(columns, dtype=np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    out = np.bincount(columns * N_COUNTS + codes, minlength=width * N_COUNTS).reshape(width, N_COUNTS)
+    seq_w = None if weights is None else np.asarray(weights, dtype=np.float64)  # bincount's weights: exact below 2^53
+    res_w = None if seq_w is None else np.repeat(seq_w, np.diff(offsets))
+
+    def pick(w: np.ndarray | None, at) -> np.ndarray | None:
+        return None if w is None else w[at]
+
+    out = np.bincount(columns * N_COUNTS + codes, weights=res_w, minlength=width * N_COUNTS).reshape(width, N_COUNTS)
     first, last = columns[offsets[:-1]], columns[offsets[1:] - 1]
     # Inner gap runs: between residues of one row two or more columns apart (mostly, neighbours
     # are next to each other, so the runs are found first and only they are gathered).
@@ -146,17 +156,21 @@ def block_counts(codes: np.ndarray, offsets: np.ndarray, columns: np.ndarray, wi
     gapped[offsets[1:-1] - 1] = False  # a row's last residue and the next row's first
     at = np.flatnonzero(gapped)
     a, b = columns[at], columns[at + 1]
+    run_w = pick(res_w, at)
 
-    def count(at: np.ndarray) -> np.ndarray:
-        return np.bincount(at, minlength=width + 1)[:width]
+    def count(at: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+        return np.bincount(at, weights=w, minlength=width + 1)[:width]
 
-    def runs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:  # columns lo..hi-1 of each run
+    def runs(lo: np.ndarray, hi: np.ndarray, w: np.ndarray | None) -> np.ndarray:  # columns lo..hi-1 of each run
         ok = hi > lo
-        return np.cumsum(np.bincount(lo[ok], minlength=width + 1) - np.bincount(hi[ok], minlength=width + 1))[:width]
+        return np.cumsum(np.bincount(lo[ok], weights=pick(w, ok), minlength=width + 1)
+                         - np.bincount(hi[ok], weights=pick(w, ok), minlength=width + 1))[:width]
 
-    out[:, GO] = count(a + 1)
-    out[:, GE] = runs(a + 2, b)
-    out[:, TGO] = count(np.concatenate((np.zeros(int((first > 0).sum()), dtype=np.int64), last[last < width - 1] + 1)))
+    both = None if seq_w is None else np.concatenate((seq_w, seq_w))
+    out[:, GO] = count(a + 1, run_w)
+    out[:, GE] = runs(a + 2, b, run_w)
+    out[:, TGO] = count(np.concatenate((np.zeros(int((first > 0).sum()), dtype=np.int64), last[last < width - 1] + 1)),
+                        None if seq_w is None else np.concatenate((seq_w[first > 0], seq_w[last < width - 1])))
     out[:, TGE] = runs(np.concatenate((np.ones(len(first), np.int64), last + 2)),
-                       np.concatenate((first, np.full(len(last), width, np.int64))))
+                       np.concatenate((first, np.full(len(last), width, np.int64))), both)
     return out.astype(np.int32)

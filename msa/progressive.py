@@ -33,9 +33,10 @@ from msa.tree.guide_tree import GuideTree
 
 
 def progressive_align(
-    db: SeqDB, tree: GuideTree, matrix: np.ndarray, gaps: GapCosts, backend
+    db: SeqDB, tree: GuideTree, matrix: np.ndarray, gaps: GapCosts, backend, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, int]:
-    """Align ``db`` along ``tree``.
+    """Align ``db`` along ``tree``, sequence ``i`` counting ``weights[i]`` times in every profile
+    (integers, msa.tree.weights; None: once, as in FAMSA).
 
     Returns ``(columns, width)``: ``columns`` is int64 in ``db.codes`` layout,
     the final alignment column of every residue.
@@ -52,13 +53,15 @@ def progressive_align(
         >>> gapped_rows(db, cols, width).view("S3").ravel().tolist()
         [b'MKV', b'MV-']
     """
-    return progressive_align_many([db], [tree], matrix, [gaps], backend)[0]
+    return progressive_align_many([db], [tree], matrix, [gaps], backend, [weights])[0]
 
 
 def progressive_align_many(
-    dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend
+    dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend,
+    weights: Sequence[np.ndarray | None] | None = None,
 ) -> list[tuple[np.ndarray, int]]:
-    """Align many families, each along its own tree with its own gap costs, in shared launches.
+    """Align many families, each along its own tree with its own gap costs (and sequence
+    ``weights``, one array or None per family), in shared launches.
 
     The trees form one forest: combined level ``k`` holds every family's level-``k``
     merges, so the backend gets as many ``profile_align`` calls (and gathers and
@@ -80,38 +83,42 @@ def progressive_align_many(
         >>> [(cols.tolist(), width) for cols, width in out]
         [([0, 1, 2, 0, 1], 3), ([0, 1], 2)]
     """
-    return [(columns, width) for columns, width, _ in _progressive(dbs, trees, matrix, gaps, backend, False)]
+    return [(columns, width) for columns, width, _ in _progressive(dbs, trees, matrix, gaps, backend, weights, False)]
 
 
 def progressive_profiles(
-    dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend
+    dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend,
+    weights: Sequence[np.ndarray | None] | None = None,
 ) -> list[tuple[np.ndarray, int, np.ndarray]]:
     """:func:`progressive_align_many` with each root's profile table (host int32 ``(width,
     N_COUNTS)``): ``(columns, width, profile)`` per family. The subtrees of one family split
     across workers (msa.run.split) come here; their roots are then merged by
     :func:`align_profiles` as the whole tree's top merges would merge them."""
-    return _progressive(dbs, trees, matrix, gaps, backend, True)
+    return _progressive(dbs, trees, matrix, gaps, backend, weights, True)
 
 
 def _progressive(
     dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend,
-    profiles: bool,
+    weights: Sequence[np.ndarray | None] | None, profiles: bool,
 ) -> list[tuple[np.ndarray, int, np.ndarray | None]]:
-    if not len(dbs) == len(trees) == len(gaps):
-        raise ValueError(f"{len(dbs)} families, {len(trees)} trees and {len(gaps)} gap costs")
-    for db, tree in zip(dbs, trees):
-        check_family(db, tree)
+    weights = [None] * len(dbs) if weights is None else list(weights)
+    if not len(dbs) == len(trees) == len(gaps) == len(weights):
+        raise ValueError(f"{len(dbs)} families, {len(trees)} trees, {len(gaps)} gap costs and {len(weights)} weights")
+    for db, tree, w in zip(dbs, trees, weights):
+        check_family(db, tree, w)
     merged = [f for f, db in enumerate(dbs) if len(db) > 1]  # one sequence is its own alignment
     done: dict[int, tuple[np.ndarray, int, np.ndarray | None]] = {}
     if merged:
-        forest = _Forest.of([dbs[f] for f in merged], [trees[f] for f in merged], [gaps[f] for f in merged])
+        forest = _Forest.of([dbs[f] for f in merged], [trees[f] for f in merged], [gaps[f] for f in merged],
+                            [weights[f] for f in merged])
         columns, widths, tables = _align_forest(forest, matrix, backend, profiles)
         for i, f in enumerate(merged):
             table = None if tables is None else tables[i]
             done[f] = (columns[forest.code_off[i] : forest.code_off[i + 1]], int(widths[i]), table)
     return [
         done[f] if f in done else (
-            np.arange(db.lengths[0], dtype=np.int64), int(db.lengths[0]), sequence_counts(db.codes) if profiles else None
+            np.arange(db.lengths[0], dtype=np.int64), int(db.lengths[0]),
+            sequence_counts(db.codes) * (1 if weights[f] is None else np.int32(weights[f][0])) if profiles else None,
         )
         for f, db in enumerate(dbs)
     ]
@@ -157,9 +164,10 @@ def align_profiles(
     return final[:k], int(widths[-1])  # type: ignore[return-value]
 
 
-def check_family(db: SeqDB, tree: GuideTree) -> None:
+def check_family(db: SeqDB, tree: GuideTree, weights: np.ndarray | None = None) -> None:
     """What :func:`progressive_align` refuses, as a ValueError: no sequences, a tree over another
-    number of leaves, an empty sequence among several."""
+    number of leaves, an empty sequence among several, weights not one positive integer per
+    sequence."""
     n = len(db)
     if n == 0:
         raise ValueError("no sequences to align")
@@ -167,6 +175,8 @@ def check_family(db: SeqDB, tree: GuideTree) -> None:
         raise ValueError(f"the tree has {tree.n_leaves} leaves for {n} sequences")
     if n > 1 and np.any(db.lengths == 0):
         raise ValueError("cannot align an empty sequence")
+    if weights is not None and (np.shape(weights) != (n,) or np.any(np.asarray(weights) < 1)):
+        raise ValueError(f"weights must be {n} integers >= 1")
 
 
 @dataclass
@@ -177,10 +187,12 @@ class _Forest:
     joins ``children[k]`` (family ``f``'s merges in its tree's order, after those of the
     families before it), at scheduling level ``levels[k]`` with gap vector ``gaps[k]``.
     ``roots[f]`` is family ``f``'s root; its residues are ``codes[code_off[f]:code_off[f + 1]]``.
+    Leaf ``i`` counts ``weights[i]`` times in its profiles.
     """
 
     codes: np.ndarray
     offsets: np.ndarray
+    weights: np.ndarray
     children: np.ndarray
     levels: np.ndarray
     gaps: np.ndarray
@@ -196,7 +208,10 @@ class _Forest:
         return self.n + len(self.children)
 
     @classmethod
-    def of(cls, dbs: Sequence[SeqDB], trees: Sequence[GuideTree], gaps: Sequence[GapCosts]) -> "_Forest":
+    def of(
+        cls, dbs: Sequence[SeqDB], trees: Sequence[GuideTree], gaps: Sequence[GapCosts],
+        weights: Sequence[np.ndarray | None],
+    ) -> "_Forest":
         sizes = np.array([len(db) for db in dbs], dtype=np.int64)
         n = int(sizes.sum())
         leaf_off = _offsets(sizes)
@@ -212,9 +227,13 @@ class _Forest:
             ])
         rows = np.array([gap_vector(g) for g in gaps], dtype=np.int64)
         merge_gaps = np.broadcast_to(rows[0], (n - 1, 4)) if len(dbs) == 1 else np.repeat(rows, sizes - 1, axis=0)
+        leaf_weights = np.concatenate([
+            np.ones(s, dtype=np.int64) if w is None else np.asarray(w, dtype=np.int64)
+            for w, s in zip(weights, sizes.tolist())
+        ])
         return cls(
-            joined.codes, joined.offsets, children, np.concatenate([t.levels() for t in trees]), merge_gaps,
-            n + node_off[1:] - 1, code_off,
+            joined.codes, joined.offsets, leaf_weights, children, np.concatenate([t.levels() for t in trees]),
+            merge_gaps, n + node_off[1:] - 1, code_off,
         )
 
 
@@ -302,15 +321,17 @@ def _align_forest(
     if not profiles and backend.align_forest is not None:
         with current().stage("aligning profiles", total=len(forest.children)) as advance:
             columns, widths = backend.align_forest(
-                forest.codes, forest.offsets, forest.children, forest.levels, forest.gaps, matrix, advance)
+                forest.codes, forest.offsets, forest.weights, forest.children, forest.levels, forest.gaps, matrix,
+                advance)
         return columns, widths[forest.roots], None
     sides = _Sides(backend)
     order = np.argsort(forest.levels, kind="stable")
     bounds = np.flatnonzero(np.diff(forest.levels[order])) + 1
     batches = np.split(order + n, bounds)
 
-    pool = _ProfilePool(sides, forest.codes, forest.offsets, forest.n_nodes)
-    sizes = np.ones(forest.n_nodes, dtype=np.int64)
+    pool = _ProfilePool(sides, forest.codes, forest.offsets, forest.weights, forest.n_nodes)
+    sizes = np.ones(forest.n_nodes, dtype=np.int64)  # a profile's sequences, by weight
+    sizes[:n] = forest.weights
     done: list[np.ndarray] = []  # the batches as run: levels, cut where they do not fit the device
     batch_maps: list = []
     batch_side: list[int] = []
@@ -355,8 +376,8 @@ class _ProfilePool:
     which the top-down pass uses.
     """
 
-    def __init__(self, sides: _Sides, codes: np.ndarray, offsets: np.ndarray, n_nodes: int) -> None:
-        self.sides, self.offsets, self.n = sides, offsets, len(offsets) - 1
+    def __init__(self, sides: _Sides, codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, n_nodes: int) -> None:
+        self.sides, self.offsets, self.weights, self.n = sides, offsets, weights, len(offsets) - 1
         self.codes = [sides.main.xp.asarray(codes), codes]  # one upload on the GPU, the same array on the CPU
         self.widths = np.zeros(n_nodes, dtype=np.int64)
         self.widths[: self.n] = np.diff(offsets)
@@ -416,7 +437,8 @@ class _ProfilePool:
             parts.append(self.sides.move(moved, side))
             first = first.copy()
             part[away], first[away] = len(parts) - 1, _offsets(w[away])[:-1]
-        out = self.sides.backend(side).gather_profiles(parts, part, first, w, self.codes[side])
+        values = self.weights[np.minimum(kids, self.n - 1)]  # read for the leaves only
+        out = self.sides.backend(side).gather_profiles(parts, part, first, w, self.codes[side], values)
         self.live[inner] = False
         taken = np.bincount(index, weights=w[~leaf], minlength=len(used))
         for s, t in zip(used.tolist(), taken.tolist()):

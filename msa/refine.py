@@ -65,14 +65,16 @@ def refine(
     seed: int = 0,
     method: Method = Method(),
     advance: Callable[[int], None] | None = None,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int, int]:
     """Up to ``rounds`` rounds of refinement of the alignment ``columns`` (``db.codes`` layout,
-    no all-gap column) of ``width`` columns, realigning with ``gaps`` (the family's) and building
-    the library with ``pair_gaps`` (two sequences'); returns ``(columns, width, accepted steps)``.
+    no all-gap column) of ``width`` columns, realigning with ``gaps`` (the family's) and the
+    sequences' ``weights`` (those of the progressive stage, or None) and building the library
+    with ``pair_gaps`` (two sequences'); returns ``(columns, width, accepted steps)``.
     Stops early once every split has been tried since the last accepted step.
     """
     return refine_many([db], [columns], [width], [tree], matrix, [gaps], pair_gaps, backend, rounds, seed, method,
-                       advance)[0]
+                       advance, [weights])[0]
 
 
 def refine_many(
@@ -88,14 +90,16 @@ def refine_many(
     seed: int = 0,
     method: Method = Method(),
     advance: Callable[[int], None] | None = None,
+    weights: list[np.ndarray | None] | None = None,
 ) -> list[tuple[np.ndarray, int, int]]:
     """:func:`refine` of many families in shared backend calls: one library for all, and each
     round every family's candidates in one ``profile_align`` (each merge with its family's gap
-    costs), so each family gets what :func:`refine` gives it alone."""
+    costs and weights), so each family gets what :func:`refine` gives it alone."""
     m = np.ascontiguousarray(matrix, dtype=np.int64)
     out = [(np.asarray(c, dtype=np.int64), int(w), 0) for c, w in zip(columns, widths)]
-    states = [_Family(db, out[f][0], out[f][1], tree, gap_vector(g), seed, method)
-              for f, (db, tree, g) in enumerate(zip(dbs, trees, gaps)) if len(db) >= 3 and rounds > 0]
+    weights = [None] * len(dbs) if weights is None else weights
+    states = [_Family(db, out[f][0], out[f][1], tree, gap_vector(g), seed, method, w)
+              for f, (db, tree, g, w) in enumerate(zip(dbs, trees, gaps, weights)) if len(db) >= 3 and rounds > 0]
     index = [f for f, db in enumerate(dbs) if len(db) >= 3 and rounds > 0]
     if method.objective == "consistency" and states:
         _libraries(states, m, gap_vector(pair_gaps), backend)
@@ -138,9 +142,10 @@ class _Family:
     """One family's refinement: its rows, current alignment and objective, the splits tried."""
 
     def __init__(self, db: SeqDB, cols: np.ndarray, width: int, tree, gaps: np.ndarray, seed: int,
-                 method: Method) -> None:
+                 method: Method, weights: np.ndarray | None = None) -> None:
         self.codes, self.offsets = db.codes, np.asarray(db.offsets, dtype=np.int64)
         self.n = len(db)
+        self.weights = np.ones(self.n, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
         self.row_of = np.repeat(np.arange(self.n), np.diff(self.offsets))
         self.cols, self.width, self.tree, self.gaps, self.method = cols, width, tree, gaps, method
         self.rng = np.random.default_rng(seed)
@@ -166,7 +171,7 @@ class _Family:
 
     def sides(self, masks: np.ndarray):
         """Both sides' tables of every split (their all-gap columns dropped), their widths and
-        sequence counts, and where each side's residues are and their columns in its table."""
+        sequence counts (by weight), and where each side's residues are and their columns in its table."""
         lengths = np.diff(self.offsets)
         tables, widths, n_seqs, sides = [], [], [], []
         for mask in masks:
@@ -176,9 +181,9 @@ class _Family:
                 used[self.cols[res]] = True
                 rank = (np.cumsum(used) - 1)[self.cols[res]]
                 tables.append(block_counts(self.codes[res], np.concatenate(([0], np.cumsum(lengths[side]))), rank,
-                                           int(used.sum())))
+                                           int(used.sum()), self.weights[side]))
                 widths.append(int(used.sum()))
-                n_seqs.append(int(side.sum()))
+                n_seqs.append(int(self.weights[side].sum()))
                 sides.append((res, rank))
         return tables, np.asarray(widths, dtype=np.int64), np.asarray(n_seqs, dtype=np.int64), sides
 

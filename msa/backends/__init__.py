@@ -120,18 +120,22 @@ class Backend(Protocol):
     xp: ModuleType
 
     def profile_align(self, batch: AlignBatch) -> AlignResult: ...
-    # align_forest: the whole stage of a forest (msa.progressive._Forest's arrays; ``levels``
-    # per merge) in one call, where a backend pays more per level than per merge (the CPU):
-    # (the final column of every residue, every node's width), as the level loop would give
-    # them. None: msa.progressive drives the levels (the GPU's launches).
+    # align_forest: the whole stage of a forest (msa.progressive._Forest's arrays: codes,
+    # offsets, weights, children, levels per merge, gaps) in one call, where a backend pays
+    # more per level than per merge (the CPU): (the final column of every residue, every
+    # node's width), as the level loop would give them. None: msa.progressive drives the levels (the GPU's launches).
     align_forest: Callable[..., tuple[np.ndarray, np.ndarray]] | None
     def to_host(self, a) -> np.ndarray: ...
     # Data movement between levels, one call per level (msa.progressive). gather_profiles:
     # segment g is rows start[g].. of parts[part[g]], or for part[g] == -1 the one-hot rows of
-    # codes[start[g]:...]; widths[g] rows each, laid end to end (int32, N_COUNTS wide).
+    # codes[start[g]:...] (values[g] in the residue's column: a leaf's weight; 1 without values);
+    # widths[g] rows each, laid end to end (int32, N_COUNTS wide).
     # place_segments: targets[target[g]][start[g] + c] = values[parent[g] + maps[off[g] + c]]
     # for c < widths[g], off the segments' offsets laid end to end.
-    def gather_profiles(self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes): ...
+    def gather_profiles(
+        self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes,
+        values: np.ndarray | None = None,
+    ): ...
     # level_cuts: where to cut a level's merges (their children's widths, two per merge, in
     # merge order) into consecutive pieces whose gathered tables fit the memory the backend may
     # use; [0, n_merges] when a level need not be cut (the CPU). A piece is one batch of

@@ -11,7 +11,7 @@ import typer
 
 from msa.backends import GB
 from msa.params import (
-    AlignParams, DEVICES, FORMATS, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, NUCLEOTIDE_SCHEME,
+    AlignParams, DEVICES, FORMATS, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, NUCLEOTIDE_SCHEME, WEIGHTS,
     PARTTREE_SPLITS, PROTEIN_SCHEME, REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, SEQ_TYPES, TREE_DISTANCES,
 )
 
@@ -28,6 +28,7 @@ DistanceChoice = enum.Enum("DistanceChoice", {d: d for d in TREE_DISTANCES}, typ
 SplitChoice = enum.Enum("SplitChoice", {d: d for d in PARTTREE_SPLITS}, type=str)  # type: ignore[misc]
 LinkageChoice = enum.Enum("LinkageChoice", {d: d for d in LINKAGES}, type=str)  # type: ignore[misc]
 SeqTypeChoice = enum.Enum("SeqTypeChoice", {d: d for d in SEQ_TYPES}, type=str)  # type: ignore[misc]
+WeightsChoice = enum.Enum("WeightsChoice", {d: d for d in WEIGHTS}, type=str)  # type: ignore[misc]
 
 
 # Options shared by `align` and `tree`, declared once.
@@ -72,6 +73,14 @@ MstOpt = Annotated[
         help="Inputs (and PartTree groups) up to this size get FAMSA's exact single-linkage LCS tree "
         f"without a distance matrix (Prim's MST). Default: {MST_TREE_MAX['cuda']} on the GPU, "
         f"{MST_TREE_MAX['cpu']} on the CPU.",
+    ),
+]
+WeightsOpt = Annotated[
+    WeightsChoice,
+    typer.Option(
+        "--weights",
+        help="Sequence weights in the profile merges: tree (ClustalW's, from the guide tree: a dense "
+        "cluster of close relatives weighs less) or none (every sequence once, as in FAMSA).",
     ),
 ]
 KeepDupOpt = Annotated[

@@ -20,7 +20,7 @@ from msa.io.output import OutputWriter
 from tests.conftest import REPO
 
 EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
-EXAMPLE_FASTA_BYTES = 84_800  # the aligned example as FASTA: 200 x ('>seqNNN\n' + 409 columns wrapped)
+EXAMPLE_FASTA_BYTES = 84_600  # the aligned example as FASTA: 200 x ('>seqNNN\n' + 408 columns wrapped)
 OLD = b"an earlier result\n"
 
 

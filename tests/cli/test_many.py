@@ -169,8 +169,8 @@ def write_extra(folder: Path) -> list[str]:
 def test_small_families_share_launches_and_match_alone(tmp_path: Path, singles: dict[str, bytes], monkeypatch) -> None:
     """The batched path of a run (msa.pipeline.align_families): every output byte-identical to
     the family aligned alone (the -o runs for GOOD), one batch of fewer profile_align calls than
-    the families' alone; budgets that cut it into several batches or leave families alone give
-    the same bytes."""
+    the families' alone (the progressive stage's and the refinement's, each); budgets that cut
+    it into several batches or leave families alone give the same bytes."""
     import msa.pipeline
     import msa.run
     import msa.run.local
@@ -180,12 +180,27 @@ def test_small_families_share_launches_and_match_alone(tmp_path: Path, singles: 
     from msa.run import align_file
 
     class Counting(CpuBackend):
-        calls = 0
+        calls = refining_calls = 0  # the progressive stage's, the refinement's
+        refining = False
         align_forest = None  # the level loop, as the GPU: its launches are what a batch shares
 
         def profile_align(self, batch):
-            Counting.calls += 1
+            if Counting.refining:
+                Counting.refining_calls += 1
+            else:
+                Counting.calls += 1
             return super().profile_align(batch)
+
+    refine_stage = msa.pipeline.refine_stage
+
+    def refining(*args, **kwargs):
+        Counting.refining = True
+        try:
+            return refine_stage(*args, **kwargs)
+        finally:
+            Counting.refining = False
+
+    monkeypatch.setattr(msa.pipeline, "refine_stage", refining)
 
     names = write_extra(tmp_path)
     alone = {}
@@ -197,7 +212,7 @@ def test_small_families_share_launches_and_match_alone(tmp_path: Path, singles: 
     assert "record 'x' has the character '1'" in alone["bad.fa"]
     for name in GOOD:
         assert alone[name] == singles[name]
-    calls_alone, Counting.calls = Counting.calls, 0
+    (calls_alone, Counting.calls), (refining_alone, Counting.refining_calls) = (Counting.calls, 0), (Counting.refining_calls, 0)
 
     batches: list[int] = []
     real = msa.pipeline.align_families
@@ -225,6 +240,7 @@ def test_small_families_share_launches_and_match_alone(tmp_path: Path, singles: 
                 assert result.error == alone[name]
         if budget is None and small is None:
             assert Counting.calls < calls_alone / 2, (Counting.calls, calls_alone)
+            assert Counting.refining_calls < refining_alone, (Counting.refining_calls, refining_alone)
 
 
 def test_a_failing_batch_aligns_its_families_alone(tmp_path: Path, singles: dict[str, bytes]) -> None:

@@ -513,7 +513,8 @@ def test_progressive_on_device(cuda_backend, monkeypatch, shape, few_threads, pi
 @pytest.mark.parametrize("few_threads", [512, 32])
 def test_progressive_many_on_device(cuda_backend, monkeypatch, few_threads, pipe_kind):
     """Many families in shared level batches on the device (each merge with its family's gap
-    costs): every family's columns equal its CPU progressive_align alone, 1- and 2-sequence
+    costs and sequence weights, the tree's or random): every family's columns equal its CPU
+    progressive_align alone, 1- and 2-sequence
     families and deep and shallow trees among them."""
     monkeypatch.setattr("msa.backends.cuda.align.DP_FEW_THREADS", few_threads)
     monkeypatch.setattr("msa.backends.cuda.align.DP_PIPE_THREADS", few_threads)
@@ -534,8 +535,11 @@ def test_progressive_many_on_device(cuda_backend, monkeypatch, few_threads, pipe
         dbs.append(db)
         trees.append(tree)
         gap_list.append(gap_costs(AlignParams() if f % 2 else AlignParams(gap_open=4.0), n * (f + 1)))
-    got = progressive_align_many(dbs, trees, MATRIX, gap_list, cuda_backend)
-    for db, tree, g, (columns, width) in zip(dbs, trees, gap_list, got):
-        want_columns, want_width = progressive_align(db, tree, MATRIX, g, CPU)
+    from msa.tree.weights import tree_weights
+
+    weights = [tree_weights(t) if f % 2 else rng.integers(1, 30, len(db)) for f, (t, db) in enumerate(zip(trees, dbs))]
+    got = progressive_align_many(dbs, trees, MATRIX, gap_list, cuda_backend, weights)
+    for db, tree, g, w, (columns, width) in zip(dbs, trees, gap_list, weights, got):
+        want_columns, want_width = progressive_align(db, tree, MATRIX, g, CPU, w)
         assert width == want_width
         np.testing.assert_array_equal(columns, want_columns)

@@ -35,8 +35,9 @@ def test_gather_profiles_equals_cpu(cuda_backend, seed: int) -> None:
     limit = np.where(part < 0, len(codes), np.array([len(p) for p in parts] + [0])[part])
     widths = np.minimum(widths, limit)
     start = (rng.random(n_seg) * (limit - widths + 1)).astype(np.int64)
-    want = CPU.gather_profiles(parts, part, start, widths, codes)
-    got = cuda_backend.gather_profiles([cp.asarray(p) for p in parts], part, start, widths, cp.asarray(codes))
+    values = None if seed == 0 else rng.integers(1, 1 << 20, n_seg)  # the leaves' weights (1 without)
+    want = CPU.gather_profiles(parts, part, start, widths, codes, values)
+    got = cuda_backend.gather_profiles([cp.asarray(p) for p in parts], part, start, widths, cp.asarray(codes), values)
     np.testing.assert_array_equal(cp.asnumpy(got), want)
 
 

@@ -16,7 +16,9 @@ from msa.backends.cpu import CpuBackend
 from msa.profile import AlignBatch, AlignResult
 from msa.progressive import progressive_align, progressive_align_many, progressive_profiles
 
-from tests.unit.test_progressive import MATRIX, balanced, caterpillar, check_invariants, random_db, random_families
+from tests.unit.test_progressive import (
+    MATRIX, balanced, caterpillar, check_invariants, random_db, random_families, random_weights,
+)
 
 
 class Dev(np.ndarray):
@@ -59,10 +61,10 @@ class FakeGpu(CpuBackend):
         n = len(kid_widths) // 2
         return np.unique(np.append(np.arange(0, n, self.per), n))
 
-    def gather_profiles(self, parts, part, start, widths, codes):
+    def gather_profiles(self, parts, part, start, widths, codes, values=None):
         used = {int(p) for p in np.unique(part) if p >= 0}
         plain = [_plain(p) if i in used else None for i, p in enumerate(parts)]
-        return _dev(CpuBackend.gather_profiles(plain, part, start, widths, _plain(codes)))
+        return _dev(CpuBackend.gather_profiles(plain, part, start, widths, _plain(codes), values))
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:
         self.levels += 1
@@ -78,10 +80,10 @@ class FakeGpu(CpuBackend):
 class Host(CpuBackend):
     """The host side: takes and gives NumPy arrays only."""
 
-    def gather_profiles(self, parts, part, start, widths, codes):
+    def gather_profiles(self, parts, part, start, widths, codes, values=None):
         for p in np.unique(part):
             _host(codes if p < 0 else parts[p])
-        return super().gather_profiles(parts, part, start, widths, codes)
+        return super().gather_profiles(parts, part, start, widths, codes, values)
 
     def profile_align(self, batch):
         _host(batch.counts)
@@ -114,9 +116,10 @@ def sides(monkeypatch):
 def test_levels_on_random_sides_give_the_one_side_alignment(sides, per) -> None:
     rng = np.random.default_rng(per)
     dbs, trees, gaps = random_families(rng)
-    want = progressive_align_many(dbs, trees, MATRIX, gaps, CpuBackend())
+    weights = random_weights(rng, dbs)
+    want = progressive_align_many(dbs, trees, MATRIX, gaps, CpuBackend(), weights)
     fake = FakeGpu(per)
-    got = progressive_align_many(dbs, trees, MATRIX, gaps, fake)
+    got = progressive_align_many(dbs, trees, MATRIX, gaps, fake, weights)
     assert 0 < sum(sides) < len(sides) and fake.levels  # both sides ran levels
     for db, (columns, width), (want_columns, want_width) in zip(dbs, got, want):
         assert width == want_width and type(columns) is np.ndarray
@@ -129,8 +132,9 @@ def test_roots_profiles_from_either_side(sides) -> None:
     dbs = [random_db(rng, n, 5, 60) for n in (30, 17, 2)]
     trees = [caterpillar(30), balanced(17), balanced(2)]
     gaps = random_families(rng)[2][:3]
-    want = progressive_profiles(dbs, trees, MATRIX, gaps, CpuBackend())
-    got = progressive_profiles(dbs, trees, MATRIX, gaps, FakeGpu())
+    weights = [rng.integers(1, 9, 30), None, rng.integers(1, 9, 2)]
+    want = progressive_profiles(dbs, trees, MATRIX, gaps, CpuBackend(), weights)
+    got = progressive_profiles(dbs, trees, MATRIX, gaps, FakeGpu(), weights)
     for (c, w, t), (wc, ww, wt) in zip(got, want):
         assert w == ww and type(t) is np.ndarray
         np.testing.assert_array_equal(c, wc)

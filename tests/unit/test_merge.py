@@ -83,6 +83,25 @@ def test_block_counts_match_the_row_definition() -> None:
         np.testing.assert_array_equal(counts[:, :GO], want)
 
 
+def test_weighted_block_counts_are_those_of_copies() -> None:
+    """With weights, sequence i counts weights[i] times: the table of its weights[i] copies."""
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        n, w = int(rng.integers(1, 8)), int(rng.integers(1, 12))
+        gaps = rng.random((n, w)) < rng.random()
+        gaps[np.arange(n), rng.integers(0, w, n)] = False
+        res = ~gaps
+        cols = np.nonzero(res)[1]
+        lengths = res.sum(axis=1)
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        codes = rng.integers(0, 24, len(cols)).astype(np.uint8)
+        weights = rng.integers(1, 6, n)
+        copies = np.repeat(np.arange(n), weights)
+        pick = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in copies])
+        want = block_counts(codes[pick], np.concatenate(([0], np.cumsum(lengths[copies]))), cols[pick], w)
+        np.testing.assert_array_equal(block_counts(codes, offsets, cols, w, weights), want)
+
+
 def test_merge_keeps_each_sides_columns_and_rows(families) -> None:
     a, b, _ = families
     merged = merge_alignments(a, b, AlignParams(device="cpu"), CpuBackend())

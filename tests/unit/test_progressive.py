@@ -58,6 +58,11 @@ def random_tree(rng, n):
     return GuideTree(n, np.array(kids).reshape(-1, 2), np.arange(n - 1, dtype=float))
 
 
+def random_weights(rng, dbs):
+    """Per family: None (every sequence once) for every third, else random integer weights."""
+    return [None if f % 3 == 0 else rng.integers(1, 40, len(db)) for f, db in enumerate(dbs)]
+
+
 def check_invariants(db, columns, width):
     rows = gapped_rows(db, columns, width)
     assert rows.shape == (len(db), width)
@@ -338,14 +343,15 @@ def test_many_families_each_as_alone():
     rng = np.random.default_rng(61)
     dbs, trees, gaps = random_families(rng)
     assert len({(g.open, g.extend) for g in gaps}) > 5
+    weights = random_weights(rng, dbs)
     backend = CountingBackend()
-    got = progressive_align_many(dbs, trees, MATRIX, gaps, backend)
+    got = progressive_align_many(dbs, trees, MATRIX, gaps, backend, weights)
     depth = [int(t.levels().max()) if t.n_leaves > 1 else 0 for t in trees]
     assert backend.calls["profile_align"] == backend.calls["place_segments"] == max(depth)
     assert backend.calls["gather_profiles"] < sum(depth)  # one a level, and the pool's compactions
     assert sum(depth) > 1.5 * max(depth)
-    for db, tree, g, (columns, width) in zip(dbs, trees, gaps, got):
-        want_columns, want_width = progressive_align(db, tree, MATRIX, g, CpuBackend())
+    for db, tree, g, w, (columns, width) in zip(dbs, trees, gaps, weights, got):
+        want_columns, want_width = progressive_align(db, tree, MATRIX, g, CpuBackend(), w)
         assert width == want_width
         np.testing.assert_array_equal(columns, want_columns)
         rows = gapped_rows(db, columns, width)
@@ -353,7 +359,7 @@ def test_many_families_each_as_alone():
     # another order and a subset: the same columns for each family
     order = rng.permutation(len(dbs))[:7]
     again = progressive_align_many([dbs[f] for f in order], [trees[f] for f in order],
-                                   MATRIX, [gaps[f] for f in order], CpuBackend())
+                                   MATRIX, [gaps[f] for f in order], CpuBackend(), [weights[f] for f in order])
     for f, (columns, width) in zip(order, again):
         assert width == got[f][1]
         np.testing.assert_array_equal(columns, got[f][0])
@@ -374,8 +380,9 @@ def test_one_compiled_call_equals_the_level_loop(serial_cells, monkeypatch):
         return fused(*args[:-1], lambda k: steps.append(k) or args[-1](k))
 
     monkeypatch.setattr(CpuBackend, "align_forest", staticmethod(counted))
-    got = progressive_align_many(dbs, trees, MATRIX, gaps, CpuBackend())
-    want = progressive_align_many(dbs, trees, MATRIX, gaps, CountingBackend())
+    weights = random_weights(rng, dbs)
+    got = progressive_align_many(dbs, trees, MATRIX, gaps, CpuBackend(), weights)
+    want = progressive_align_many(dbs, trees, MATRIX, gaps, CountingBackend(), weights)
     assert sum(steps) == sum(len(db) - 1 for db in dbs if len(db) > 1)
     for db, (columns, width), (want_columns, want_width) in zip(dbs, got, want):
         assert width == want_width
@@ -405,8 +412,8 @@ def test_a_signal_stops_the_compiled_call_at_its_next_level(monkeypatch):
         interrupts.check()
 
     with pytest.raises(interrupts.Interrupted), interrupts.handling():
-        CpuBackend.align_forest(db.codes, db.offsets, tree.children, tree.levels(), np.tile(G, (n - 1, 1)), MATRIX,
-                                advance)
+        CpuBackend.align_forest(db.codes, db.offsets, np.ones(n, dtype=np.int64), tree.children, tree.levels(),
+                                np.tile(G, (n - 1, 1)), MATRIX, advance)
     assert sum(seen) < n - 1
     assert not [t for t in threading.enumerate() if t.name == "msa-forest"]
 
@@ -495,7 +502,7 @@ def test_identical_to_famsa_with_its_tree_and_matrix():
 @pytest.mark.parametrize("seed", range(3))
 def test_gather_profiles_by_definition(seed: int, serial_rows: int, monkeypatch) -> None:
     """The CPU gather (the GPU's oracle): each segment's rows copied from its store, or one-hot
-    rows from the codes for a leaf (store -1), end to end; empty and one-row segments included,
+    rows (of the leaf's weight) from the codes for a leaf (store -1), end to end; empty and one-row segments included,
     on the thread pool and on the calling thread."""
     monkeypatch.setattr("msa.backends.cpu.segments.SERIAL_ROWS", serial_rows)
     rng = np.random.default_rng(seed)
@@ -507,15 +514,16 @@ def test_gather_profiles_by_definition(seed: int, serial_rows: int, monkeypatch)
     widths = np.minimum(rng.integers(0, 80, n_seg), limit)
     widths[rng.random(n_seg) < 0.2] = 1
     start = (rng.random(n_seg) * (limit - widths + 1)).astype(np.int64)
+    values = None if seed == 0 else rng.integers(1, 1000, n_seg)  # the leaves' weights (1 without)
     want = []
-    for p, s, w in zip(part, start, widths):
+    for g, (p, s, w) in enumerate(zip(part, start, widths)):
         if p < 0:
             rows = np.zeros((w, N_COUNTS), dtype=np.int32)
-            rows[np.arange(w), codes[s : s + w]] = 1
+            rows[np.arange(w), codes[s : s + w]] = 1 if values is None else values[g]
         else:
             rows = parts[p][s : s + w]
         want.append(rows)
-    got = CpuBackend.gather_profiles(parts, part, start, widths, codes)
+    got = CpuBackend.gather_profiles(parts, part, start, widths, codes, values)
     np.testing.assert_array_equal(got, np.concatenate(want))
     assert got.dtype == np.int32
 

@@ -226,7 +226,7 @@ def test_refine_flag(run_msa, tmp_path):
 
 def test_families_refined_together_are_refined_alone():
     """refine_many: one library and one profile_align a round for all families (each merge with
-    its family's gap costs), each family's result the one refine gives it alone."""
+    its family's gap costs and sequence weights), each family's result the one refine gives it alone."""
     from msa.refine import refine_many
 
     runs = [_progressive(_family(s, n=n)) for s, n in ((21, 9), (22, 14), (23, 2), (24, 11))]
@@ -237,11 +237,13 @@ def test_families_refined_together_are_refined_alone():
             calls.append(batch.n_merges)
             return super().profile_align(batch)
 
+    weights = [None, np.random.default_rng(5).integers(1, 9, len(runs[1][0])), None, np.arange(1, len(runs[3][0]) + 1)]
     together = refine_many([r[0] for r in runs], [r[5] for r in runs], [r[6] for r in runs], [r[1] for r in runs],
-                           runs[0][2], [r[3] for r in runs], PAIR_GAPS, Counting(), 5, method=Method(batch=3))
+                           runs[0][2], [r[3] for r in runs], PAIR_GAPS, Counting(), 5, method=Method(batch=3),
+                           weights=weights)
     shared = len(calls)
-    alone = [refine(db, cols, width, tree, matrix, gaps, PAIR_GAPS, Counting(), 5, method=Method(batch=3))
-             for db, tree, matrix, gaps, _, cols, width in runs]
+    alone = [refine(db, cols, width, tree, matrix, gaps, PAIR_GAPS, Counting(), 5, method=Method(batch=3), weights=w)
+             for (db, tree, matrix, gaps, _, cols, width), w in zip(runs, weights)]
     assert [(c.tolist(), w, a) for c, w, a in together] == [(c.tolist(), w, a) for c, w, a in alone]
     assert sum(a for _, _, a in together) > 0
     assert shared <= 6 < len(calls) - shared

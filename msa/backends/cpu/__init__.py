@@ -42,14 +42,15 @@ def first_compiled_call() -> None:
 
 def stage_functions() -> list:
     """The compiled functions a small run calls after its guide tree's distances, in about the
-    order it calls them: the tree's linkage, the progressive stage (one call: msa.backends.cpu.forest),
-    the records. msa._runtime.startup loads them on its background thread while the main thread
-    de-duplicates the input and computes the distances, which load their own functions."""
-    from msa.tree import guide_tree, linkage
+    order it calls them: the tree's linkage, the sequences' weights, the progressive stage (one call:
+    msa.backends.cpu.forest), the records. msa._runtime.startup loads them on its background thread
+    while the main thread de-duplicates the input and computes the distances, which load their own
+    functions."""
+    from msa.tree import guide_tree, linkage, weights
 
     return [
         linkage.batch_linkage, linkage.graft, linkage._postorder, linkage._renumber, guide_tree.node_levels,
-        forest.align_forest, records.fill_records,
+        weights._clustalw, forest.align_forest, records.fill_records,
     ]
 
 
@@ -132,8 +133,8 @@ class CpuBackend:
 
     @staticmethod
     def align_forest(
-        codes: np.ndarray, offsets: np.ndarray, children: np.ndarray, levels: np.ndarray, gaps: np.ndarray,
-        matrix: np.ndarray, advance: Callable[[int], None],
+        codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, children: np.ndarray, levels: np.ndarray,
+        gaps: np.ndarray, matrix: np.ndarray, advance: Callable[[int], None],
     ) -> tuple[np.ndarray, np.ndarray]:
         """The progressive stage of a forest in one compiled call (msa.backends.cpu.forest); see
         Backend. Its arrays are passed writable and C-ordered, so one compiled entry serves
@@ -143,8 +144,8 @@ class CpuBackend:
         bounds = np.concatenate(([0], np.flatnonzero(np.diff(levels[order])) + 1, [len(order)])).astype(np.int64)
         own = functools.partial(np.require, requirements=("C", "W"))
         return forest.run(
-            own(codes, np.uint8), own(offsets, np.int64), own(children, np.int64), order + n, bounds,
-            own(gaps, np.int64), own(matrix, np.int64), align_module.SERIAL_CELLS, advance,
+            own(codes, np.uint8), own(offsets, np.int64), own(weights, np.int64), own(children, np.int64), order + n,
+            bounds, own(gaps, np.int64), own(matrix, np.int64), align_module.SERIAL_CELLS, advance,
         )
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:

@@ -42,13 +42,13 @@ POLL_S = 0.1
 
 
 @njit(cache=True, nogil=True)
-def _gather(codes, offsets, tables, n, kids, widths, col_offsets) -> np.ndarray:
-    """The children's tables end to end: a leaf's one-hot rows, an inner node's table."""
+def _gather(codes, offsets, weights, tables, n, kids, widths, col_offsets) -> np.ndarray:
+    """The children's tables end to end: a leaf's one-hot rows (of its weight), an inner node's table."""
     out = np.zeros((col_offsets[-1], N_COUNTS), dtype=np.int32)
     for i in range(len(kids)):
         c = kids[i]
         if c < n:
-            _one_hot_segment(codes, offsets[c], col_offsets[i], widths[c], out)
+            _one_hot_segment(codes, offsets[c], col_offsets[i], widths[c], weights[c], out)
         else:
             _copy_segment(tables[c - n], 0, col_offsets[i], widths[c], out)
     return out
@@ -71,13 +71,13 @@ warnings.filterwarnings(
 
 @njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
 def align_forest(
-    codes: np.ndarray, offsets: np.ndarray, children: np.ndarray, order: np.ndarray, bounds: np.ndarray,
-    gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, state: np.ndarray,
+    codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, children: np.ndarray, order: np.ndarray,
+    bounds: np.ndarray, gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, state: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every merge of the forest, level by level, then every residue's final column.
 
     ``children[k]``: inner node ``n + k``'s two children (leaves ``< n``, sequence ``i`` at
-    ``codes[offsets[i]:offsets[i + 1]]``); ``order[bounds[l]:bounds[l + 1]]``: the inner nodes
+    ``codes[offsets[i]:offsets[i + 1]]``, of weight ``weights[i]``); ``order[bounds[l]:bounds[l + 1]]``: the inner nodes
     of level ``l``; ``gaps[k]``: merge ``k``'s gap vector. A level of fewer than
     ``serial_cells`` DP cells (or of one merge) runs on this thread, as align_batch decides.
     Returns the final column of every residue (``codes`` layout) and every node's width;
@@ -87,7 +87,8 @@ def align_forest(
     widths = np.zeros(n + n_inner, dtype=np.int64)
     for i in range(n):
         widths[i] = offsets[i + 1] - offsets[i]
-    n_seqs = np.ones(n + n_inner, dtype=np.int64)
+    n_seqs = np.ones(n + n_inner, dtype=np.int64)  # a profile's sequences, by weight
+    n_seqs[:n] = weights
     no_table = np.zeros((0, N_COUNTS), dtype=np.int32)
     tables = [no_table for _ in range(n_inner)]
     n_levels = len(bounds) - 1
@@ -109,7 +110,7 @@ def align_forest(
             col_offsets[2 * j + 1] = col_offsets[2 * j] + widths[a]
             col_offsets[2 * j + 2] = col_offsets[2 * j + 1] + widths[b]
             cells += widths[a] * widths[b]
-        counts = _gather(codes, offsets, tables, n, kids, widths, col_offsets)
+        counts = _gather(codes, offsets, weights, tables, n, kids, widths, col_offsets)
         kid_seqs = np.empty(2 * m, dtype=np.int64)
         for i in range(2 * m):
             kid_seqs[i] = n_seqs[kids[i]]
@@ -153,8 +154,8 @@ def align_forest(
 
 
 def run(
-    codes: np.ndarray, offsets: np.ndarray, children: np.ndarray, order: np.ndarray, bounds: np.ndarray,
-    gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, advance: Callable[[int], None],
+    codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, children: np.ndarray, order: np.ndarray,
+    bounds: np.ndarray, gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, advance: Callable[[int], None],
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`align_forest` on a thread of its own (it holds no GIL) with this thread's Numba
     threads, while this one calls ``advance`` with the merges done every POLL_S. ``advance`` is
@@ -167,7 +168,7 @@ def run(
     def work() -> None:
         try:
             numba.set_num_threads(threads)
-            out.append(align_forest(codes, offsets, children, order, bounds, gaps, matrix, serial_cells, state))
+            out.append(align_forest(codes, offsets, weights, children, order, bounds, gaps, matrix, serial_cells, state))
         except BaseException as exc:  # raised on the calling thread
             out.append(exc)
 

@@ -27,9 +27,9 @@ def _copy_segment(src: np.ndarray, s: int, d: int, w: int, out: np.ndarray) -> N
 
 
 @njit(cache=True, nogil=True)
-def _one_hot_segment(codes: np.ndarray, s: int, d: int, w: int, out: np.ndarray) -> None:
+def _one_hot_segment(codes: np.ndarray, s: int, d: int, w: int, value: int, out: np.ndarray) -> None:
     for r in range(w):
-        out[d + r, codes[s + r]] = 1
+        out[d + r, codes[s + r]] = value
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -47,17 +47,21 @@ def _copy_rows_serial(src: np.ndarray, start: np.ndarray, dst: np.ndarray, width
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _one_hot_rows(codes: np.ndarray, start: np.ndarray, dst: np.ndarray, widths: np.ndarray, out: np.ndarray) -> None:
-    """Leaf segments: ``out[dst[k] + r, codes[start[k] + r]] = 1`` (``out`` zeroed)."""
+def _one_hot_rows(
+    codes: np.ndarray, start: np.ndarray, dst: np.ndarray, widths: np.ndarray, values: np.ndarray, out: np.ndarray
+) -> None:
+    """Leaf segments: ``out[dst[k] + r, codes[start[k] + r]] = values[k]`` (``out`` zeroed)."""
     for k in prange(len(widths)):
-        _one_hot_segment(codes, start[k], dst[k], widths[k], out)
+        _one_hot_segment(codes, start[k], dst[k], widths[k], values[k], out)
 
 
 @njit(cache=True, nogil=True)
-def _one_hot_rows_serial(codes: np.ndarray, start: np.ndarray, dst: np.ndarray, widths: np.ndarray, out: np.ndarray) -> None:
+def _one_hot_rows_serial(
+    codes: np.ndarray, start: np.ndarray, dst: np.ndarray, widths: np.ndarray, values: np.ndarray, out: np.ndarray
+) -> None:
     """:func:`_one_hot_rows` on the calling thread."""
     for k in range(len(widths)):
-        _one_hot_segment(codes, start[k], dst[k], widths[k], out)
+        _one_hot_segment(codes, start[k], dst[k], widths[k], values[k], out)
 
 
 @njit(cache=True, nogil=True)
@@ -83,9 +87,11 @@ def _place_serial(target: np.ndarray, start: np.ndarray, values: np.ndarray, par
 
 
 def gather_profiles(
-    parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: np.ndarray
+    parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: np.ndarray,
+    values: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Segments of profile rows (or one-hot leaves) end to end; see Backend."""
+    """Segments of profile rows (or one-hot leaves, of their ``values``: 1 by default) end to end;
+    see Backend."""
     widths = np.asarray(widths, dtype=np.int64)
     off = np.zeros(len(widths) + 1, dtype=np.int64)
     np.cumsum(widths, out=off[1:])
@@ -95,7 +101,9 @@ def gather_profiles(
     for p, pick in _by_label(np.asarray(part)):
         at = seg if pick is None else tuple(a[pick] for a in seg)
         if p < 0:
-            (_one_hot_rows_serial if serial else _one_hot_rows)(np.asarray(codes, dtype=np.uint8), *at, out)
+            one = np.ones(len(widths), dtype=np.int32) if values is None else np.asarray(values, dtype=np.int32)
+            (_one_hot_rows_serial if serial else _one_hot_rows)(
+                np.asarray(codes, dtype=np.uint8), *at, one if pick is None else one[pick], out)
         else:
             (_copy_rows_serial if serial else _copy_rows)(np.ascontiguousarray(parts[p], dtype=np.int32), *at, out)
     return out

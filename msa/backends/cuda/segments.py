@@ -23,15 +23,18 @@ class SegmentsStage(DeviceStage):
         self._place_segments = segments.get_function("place_segments")
 
     def gather_profiles(
-        self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: cp.ndarray
+        self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: cp.ndarray,
+        values: np.ndarray | None = None,
     ) -> cp.ndarray:
-        """Segments of profile rows (or one-hot leaves) end to end, one launch; see Backend."""
+        """Segments of profile rows (or one-hot leaves, of their ``values``: 1 by default) end to
+        end, one launch; see Backend."""
         widths = np.asarray(widths, dtype=np.int64)
         off = np.concatenate(([0], np.cumsum(widths)))
+        one = np.ones(len(widths), dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)
         with cp.cuda.Device(self.device):
             out = cp.empty((int(off[-1]), N_COUNTS), dtype=cp.int32)
             ptrs = np.array([0 if p is None else p.data.ptr for p in parts] + [0], dtype=np.int64)
-            rec = np.stack((ptrs[part], start, off[:-1], widths, widths), axis=1)  # part -1: the last, 0
+            rec = np.stack((ptrs[part], start, off[:-1], widths, one), axis=1)  # part -1: the last, 0
             self._segments(self._gather_profiles, rec, widths * N_COUNTS, (codes, out))
         return out
 
