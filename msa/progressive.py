@@ -260,6 +260,28 @@ CPU_MERGE_S = 2.2e-6
 #: the top-down pass's crossing back), and per byte.
 LINK_CALL_S = 2.0e-4
 LINK_BYTE_S = 1 / 1.0e10
+#: A GPU run may hand its whole progressive stage to the host's one compiled call
+#: (msa.backends.cpu.forest), which pays microseconds a level where the level loop pays a
+#: fraction of a millisecond: ``model`` where :func:`_host_stage_first` predicts it finishes
+#: first, ``host`` or ``device`` always (benchmarks/host_stage.py compares them). The same bytes
+#: either way.
+HOST_STAGE = "model"
+#: That prediction, seconds, fitted (non-negative least squares on relative errors) to both
+#: ways timed on 24 families of 200-10^4 sequences of mean length 23-489, H200 host, 16 threads
+#: (session 21, benchmarks/results/h200-session21/host-stage.json): the one call pays per
+#: squared sequence length (its merges' cells), per level and per residue; the level loop per
+#: level and per residue; 23 of the 24 picks were the faster way (26.3 s against the level
+#: loop's 29.1 s, 26.0 s at best). A short family's deep tree is the host's (PF00037.10000, 3,113
+#: levels: 0.12 s against 1.32 s), a long one's wide levels the GPU's (PF00155.10000: 7.6 s
+#: against 2.1 s).
+HOST_CELL_S = 2.65e-9  # x the sum of the squared sequence lengths
+HOST_LEVEL_S = 1.7e-5
+HOST_RESIDUE_S = 4.9e-7
+LOOP_LEVEL_S = 4.7e-4
+LOOP_RESIDUE_S = 4.2e-7
+#: Past this many sequences the model is not asked (it was fitted up to 10^4; at 10^7 its level
+#: loop would be thrice the measured one) and the level loop runs.
+HOST_STAGE_MAX = 1 << 15
 
 
 class _Sides:
@@ -309,6 +331,20 @@ class _Sides:
         return 0 if gpu + link[0] <= cpu + link[1] else 1
 
 
+def _host_stage_first(forest: _Forest) -> bool:
+    """Whether the host's one call is predicted to finish a GPU run's stage before the level
+    loop (HOST_STAGE's model; the widths are known only as the levels run, so the sequences'
+    lengths stand for them)."""
+    if HOST_STAGE != "model":
+        return HOST_STAGE == "host"
+    if forest.n > HOST_STAGE_MAX:
+        return False
+    lengths = np.diff(forest.offsets).astype(np.float64)
+    residues, levels = float(lengths.sum()), float(forest.levels.max())
+    host = HOST_CELL_S * float(lengths @ lengths) + HOST_LEVEL_S * levels + HOST_RESIDUE_S * residues
+    return host < LOOP_LEVEL_S * levels + LOOP_RESIDUE_S * residues
+
+
 def _align_forest(
     forest: _Forest, matrix: np.ndarray, backend, profiles: bool = False
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray] | None]:
@@ -318,13 +354,15 @@ def _align_forest(
     runs the stage in one call where no tables are wanted; otherwise the levels run here."""
     n = forest.n
     matrix = np.ascontiguousarray(matrix, dtype=np.int64)
+    sides = _Sides(backend)
+    if not profiles and backend.align_forest is None and sides.hybrid and _host_stage_first(forest):
+        backend = sides.backend(1)  # the host's one call
     if not profiles and backend.align_forest is not None:
         with current().stage("aligning profiles", total=len(forest.children)) as advance:
             columns, widths = backend.align_forest(
                 forest.codes, forest.offsets, forest.weights, forest.children, forest.levels, forest.gaps, matrix,
                 advance)
         return columns, widths[forest.roots], None
-    sides = _Sides(backend)
     order = np.argsort(forest.levels, kind="stable")
     bounds = np.flatnonzero(np.diff(forest.levels[order])) + 1
     batches = np.split(order + n, bounds)

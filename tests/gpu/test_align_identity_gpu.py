@@ -60,12 +60,16 @@ def test_simulated_nucleotides(cuda_backend, n, length, seed, alphabet):
 
 @pytest.mark.skipif(not BALIFAM.is_dir(), reason="BaliFam inputs not found beside the repo")
 @pytest.mark.parametrize("family", ["PF00018.1000", "PF00037.1000", "PF14604.1000"])
-@pytest.mark.parametrize("levels", ["device", "hybrid"])
+@pytest.mark.parametrize("levels", ["device", "hybrid", "level-loop"])
 def test_balifam(cuda_backend, monkeypatch, family, levels):
+    """Every level on the GPU; as a user's run (the model may give the whole stage to the host's
+    one call); the hybrid level loop."""
     path = BALIFAM / family
     if not path.is_file():
         pytest.skip(f"{family} not in {BALIFAM}")
-    monkeypatch.setattr("msa.progressive.HYBRID", levels == "hybrid")
+    monkeypatch.setattr("msa.progressive.HYBRID", levels != "device")
+    if levels == "level-loop":
+        monkeypatch.setattr("msa.progressive.HOST_STAGE", "device")
     assert_identical(read_fasta(path), cuda_backend)
 
 

@@ -36,3 +36,19 @@ def test_roots_profiles_on_random_sides(cuda_backend, hybrid, sides) -> None:  #
         assert w == ww
         np.testing.assert_array_equal(c, wc)
         np.testing.assert_array_equal(t, wt)
+
+
+@pytest.mark.parametrize("stage", ["host", "model"])
+def test_the_whole_stage_on_the_host(cuda_backend, hybrid, monkeypatch, stage) -> None:
+    """A GPU run whose stage the host's one call takes gives the CPU's bytes (host columns)."""
+    import msa.progressive
+
+    monkeypatch.setattr(msa.progressive, "HOST_STAGE", stage)
+    rng = np.random.default_rng(8)
+    dbs, trees, gaps = random_families(rng)
+    weights = [None if f % 2 else rng.integers(1, 9, len(db)) for f, db in enumerate(dbs)]
+    want = progressive_align_many(dbs, trees, MATRIX, gaps, CpuBackend(), weights)
+    got = progressive_align_many(dbs, trees, MATRIX, gaps, cuda_backend, weights)
+    for db, (columns, width), (want_columns, want_width) in zip(dbs, got, want):
+        assert width == want_width and type(columns) is np.ndarray
+        np.testing.assert_array_equal(columns, want_columns)

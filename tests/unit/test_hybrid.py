@@ -97,8 +97,10 @@ class Host(CpuBackend):
 
 @pytest.fixture
 def sides(monkeypatch):
-    """Levels put on a random side (seeded), the host side checking what it gets."""
+    """Levels put on a random side (seeded), the host side checking what it gets (the level
+    loop always: never the host's one call for the whole stage)."""
     monkeypatch.setattr(msa.backends.cpu, "CpuBackend", Host)
+    monkeypatch.setattr(progressive, "HOST_STAGE", "device")
     rng = np.random.default_rng(5)
     picks: list[int] = []
 
@@ -145,6 +147,7 @@ def test_the_model_puts_thin_levels_on_the_host(monkeypatch) -> None:
     """Unforced: a caterpillar of short sequences (one small merge a level) runs on the host,
     a level of many long merges on the device, and a move of the children counts; the same bytes."""
     monkeypatch.setattr(msa.backends.cpu, "CpuBackend", Host)
+    monkeypatch.setattr(progressive, "HOST_STAGE", "device")
     rng = np.random.default_rng(3)
     db, gaps = random_db(rng, 40, 20, 30), random_families(rng)[2][5]
     fake = FakeGpu()
@@ -159,3 +162,35 @@ def test_the_model_puts_thin_levels_on_the_host(monkeypatch) -> None:
     assert sides.choose(thin, thin, np.array([0, 10**8])) == 0  # its children are on the device
     monkeypatch.setattr(progressive, "HYBRID", False)
     assert progressive._Sides(fake).choose(thin, thin, none) == 0
+
+
+def test_the_whole_stage_on_the_host_where_the_model_says(monkeypatch) -> None:
+    """A GPU run hands its whole progressive stage to the host's one compiled call where the
+    model predicts it finishes first (a deep tree of short sequences), keeps the level loop for
+    wide levels of long ones and past HOST_STAGE_MAX sequences, and both give the one-side bytes."""
+    calls: list[int] = []
+
+    class Counted(Host):
+        @staticmethod
+        def align_forest(*args):
+            calls.append(1)
+            return CpuBackend.align_forest(*args)
+
+    monkeypatch.setattr(msa.backends.cpu, "CpuBackend", Counted)
+    rng = np.random.default_rng(4)
+    short, long_ = random_db(rng, 300, 20, 30), random_db(rng, 4000, 900, 1000)
+    gaps = random_families(rng)[2][5]
+    of = progressive._Forest.of
+    assert progressive._host_stage_first(of([short], [caterpillar(300)], [gaps], [None]))
+    assert not progressive._host_stage_first(of([long_], [balanced(4000)], [gaps], [None]))
+    weights = rng.integers(1, 9, 300)
+    want = progressive_align(short, caterpillar(300), MATRIX, gaps, CpuBackend(), weights)
+    for stage, one_call in (("model", 1), ("host", 1), ("device", 0)):
+        monkeypatch.setattr(progressive, "HOST_STAGE", stage)
+        calls.clear()
+        got = progressive_align(short, caterpillar(300), MATRIX, gaps, FakeGpu(), weights)
+        assert got[1] == want[1] and np.array_equal(got[0], want[0])
+        assert len(calls) == one_call, stage
+    monkeypatch.setattr(progressive, "HOST_STAGE", "model")
+    monkeypatch.setattr(progressive, "HOST_STAGE_MAX", 299)
+    assert not progressive._host_stage_first(of([short], [caterpillar(300)], [gaps], [None]))
