@@ -123,6 +123,21 @@ def test_prim_lanes_give_the_matrix_tree_with_ties(distinct: int) -> None:
     assert np.array_equal(got_h, want_h)
 
 
+def test_prim_steps_on_the_pool_or_the_calling_thread_give_the_same_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Prim step runs on the thread pool or, below PRIM_SERIAL_WORK, on the calling thread:
+    every step either way gives the same edges (the compiled function reads the constant when it
+    is compiled, its Python form when it runs)."""
+    rng = np.random.default_rng(12)
+    codes, offsets = random_codes(rng, 300, 150)
+    ids = np.flatnonzero(np.diff(offsets) > 0).astype(np.int64)
+    want = lcs.lcs_prim_mst(codes, offsets, ids, 2)
+    for work in (0, 1 << 62):  # every step on the pool; every step on the calling thread
+        monkeypatch.setattr(lcs, "PRIM_SERIAL_WORK", work)
+        got = lcs.lcs_prim_mst.py_func(codes, offsets, ids, 2)
+        for g, w in zip(got, want):
+            assert np.array_equal(g, w)
+
+
 @pytest.mark.parametrize("links", [False, True])
 def test_nearest_lanes_equal_pairs_one_at_a_time(links: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Nodes of 1, LANES - 1, LANES, LANES + 1 and ~70 references, members in any node order,

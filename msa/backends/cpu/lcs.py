@@ -57,6 +57,11 @@ def pow075_table(n: int) -> np.ndarray:
 
 #: Sequences one :func:`_lcs_lanes` call takes at once (lane-major masks; see the module docstring).
 LANES = 32
+#: A Prim step of less work than this (vertices outside the tree x the new vertex's residues x
+#: its 64-bit words) runs on the calling thread: waking the thread pool costs more than such a
+#: step's LCS work (~0.5 ns a unit on one core of the 2-core dev machine, against ~35 us to
+#: wake the second thread; 16 sleeping threads take longer to wake).
+PRIM_SERIAL_WORK = 1 << 17
 
 
 @njit(cache=True, nogil=True)
@@ -400,34 +405,44 @@ def lcs_nearest_sample(
     return best, best_d
 
 
+@njit(cache=True, nogil=True)
+def _relax_share(
+    w, workers, codes, lo, hi, lb, masks, base, words, lane_len, lane_vertex, in_tree, best, via, cur, pow075,
+) -> None:
+    """Worker ``w``'s share of :func:`_relax_blocks`: blocks ``w, w + workers, ...``."""
+    n_blocks = len(base)
+    v, carry, lcs = _lane_buffers(words)
+    for k in range(w, n_blocks, workers):
+        live = False
+        for lane in range(LANES):
+            x = lane_vertex[k * LANES + lane]
+            if x >= 0 and not in_tree[x]:
+                live = True
+        if not live:
+            continue
+        lens = lane_len[k * LANES : (k + 1) * LANES]
+        _lcs_lanes(masks[base[k] :], words[k], lens, codes, lo, hi, v, carry, lcs)
+        for lane in range(LANES):
+            x = lane_vertex[k * LANES + lane]
+            if x >= 0 and not in_tree[x]:
+                d = _lcs_dist(lcs[lane], lens[lane], lb, pow075)
+                if d < best[x]:
+                    best[x] = d
+                    via[x] = cur
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _relax_blocks(
     codes, offsets, lo, hi, lb, masks, base, words, lane_len, lane_vertex, in_tree, best, via, cur, pow075,
     threads,
 ) -> None:
     """Lower ``best[k]`` to d(cur, k) for every vertex k outside the tree (``cur``'s residues are
-    ``codes[lo:hi]``, ``lb`` of them), a block of ``LANES`` packed vertices at a time."""
-    n_blocks = len(base)
-    workers = max(min(threads, n_blocks), 1)
+    ``codes[lo:hi]``, ``lb`` of them), a block of ``LANES`` packed vertices at a time; each
+    vertex is one worker's, so the split changes nothing."""
+    workers = max(min(threads, len(base)), 1)
     for w in prange(workers):
-        v, carry, lcs = _lane_buffers(words)
-        for k in range(w, n_blocks, workers):
-            live = False
-            for lane in range(LANES):
-                x = lane_vertex[k * LANES + lane]
-                if x >= 0 and not in_tree[x]:
-                    live = True
-            if not live:
-                continue
-            lens = lane_len[k * LANES : (k + 1) * LANES]
-            _lcs_lanes(masks[base[k] :], words[k], lens, codes, lo, hi, v, carry, lcs)
-            for lane in range(LANES):
-                x = lane_vertex[k * LANES + lane]
-                if x >= 0 and not in_tree[x]:
-                    d = _lcs_dist(lcs[lane], lens[lane], lb, pow075)
-                    if d < best[x]:
-                        best[x] = d
-                        via[x] = cur
+        _relax_share(w, workers, codes, lo, hi, lb, masks, base, words, lane_len, lane_vertex, in_tree, best, via,
+                     cur, pow075)
 
 
 @njit(cache=True, nogil=True)
@@ -483,10 +498,14 @@ def lcs_prim_mst(
         if 4 * (s - 1 - step) < 3 * live:
             masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, in_tree)
         a = ids[cur]
-        _relax_blocks(
-            codes, offsets, offsets[a], offsets[a + 1], lens[cur], masks, base, words, lane_len, lane_vertex,
-            in_tree, best, via, cur, pow075, threads,
-        )
+        if threads == 1 or (s - 1 - step) * lens[cur] * ((lens[cur] + 63) // 64) < PRIM_SERIAL_WORK:
+            _relax_share(0, 1, codes, offsets[a], offsets[a + 1], lens[cur], masks, base, words, lane_len,
+                         lane_vertex, in_tree, best, via, cur, pow075)
+        else:
+            _relax_blocks(
+                codes, offsets, offsets[a], offsets[a + 1], lens[cur], masks, base, words, lane_len, lane_vertex,
+                in_tree, best, via, cur, pow075, threads,
+            )
         nxt, nxt_d = -1, np.inf
         for k in range(s):
             if not in_tree[k] and (best[k] < nxt_d or nxt == -1):
