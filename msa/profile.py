@@ -166,11 +166,12 @@ def block_counts(
         return np.cumsum(np.bincount(lo[ok], weights=pick(w, ok), minlength=width + 1)
                          - np.bincount(hi[ok], weights=pick(w, ok), minlength=width + 1))[:width]
 
-    both = None if seq_w is None else np.concatenate((seq_w, seq_w))
+    lead, trail = first > 0, last < width - 1  # rows with a leading / a trailing gap run
     out[:, GO] = count(a + 1, run_w)
     out[:, GE] = runs(a + 2, b, run_w)
-    out[:, TGO] = count(np.concatenate((np.zeros(int((first > 0).sum()), dtype=np.int64), last[last < width - 1] + 1)),
-                        None if seq_w is None else np.concatenate((seq_w[first > 0], seq_w[last < width - 1])))
+    out[:, TGO] = count(np.concatenate((np.zeros(int(lead.sum()), dtype=np.int64), last[trail] + 1)),
+                        None if seq_w is None else np.concatenate((seq_w[lead], seq_w[trail])))
     out[:, TGE] = runs(np.concatenate((np.ones(len(first), np.int64), last + 2)),
-                       np.concatenate((first, np.full(len(last), width, np.int64))), both)
+                       np.concatenate((first, np.full(len(last), width, np.int64))),
+                       None if seq_w is None else np.concatenate((seq_w, seq_w)))
     return out.astype(np.int32)

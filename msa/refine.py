@@ -180,10 +180,11 @@ class _Family:
                 used = np.zeros(self.width, dtype=bool)
                 used[self.cols[res]] = True
                 rank = (np.cumsum(used) - 1)[self.cols[res]]
+                weights = self.weights[side]
                 tables.append(block_counts(self.codes[res], np.concatenate(([0], np.cumsum(lengths[side]))), rank,
-                                           int(used.sum()), self.weights[side]))
+                                           int(used.sum()), weights))
                 widths.append(int(used.sum()))
-                n_seqs.append(int(self.weights[side].sum()))
+                n_seqs.append(int(weights.sum()))
                 sides.append((res, rank))
         return tables, np.asarray(widths, dtype=np.int64), np.asarray(n_seqs, dtype=np.int64), sides
 
