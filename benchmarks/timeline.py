@@ -105,6 +105,9 @@ def _instrument() -> None:
 
 def main() -> None:
     mark("script start")
+    from msa._runtime.bytecode import keep_bytecode
+
+    mark(f"bytecode prefix {keep_bytecode()} (as the CLI's start)")
     _instrument()
     from msa.cli import main as cli_main
 

@@ -3,7 +3,9 @@
 ``msa --version`` is answered here, before any import of the CLI (Typer and
 its click: ~0.1 s of a 0.2 s run); every other command goes to the CLI. The
 signal handlers come first, before the imports of NumPy, Numba and the CLI,
-so that a run stopped at any moment exits 130 or 143 with one line. Once the
+so that a run stopped at any moment exits 130 or 143 with one line; just before
+them, where the interpreter keeps no bytecode for those packages, msa points it
+at a cache of its own (:mod:`msa._runtime.bytecode`). Once the
 command is done the process ends without the interpreter's teardown (:func:`run`).
 """
 from __future__ import annotations
@@ -25,8 +27,10 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:
         print_version()
         return
+    from msa._runtime.bytecode import keep_bytecode
     from msa._runtime.interrupts import process_handlers
 
+    keep_bytecode()
     process_handlers()
     from msa.cli import main as cli_main
 

@@ -392,3 +392,62 @@ def test_the_script_ends_without_teardown_and_loses_no_output(tmp_path: Path) ->
     usage = subprocess.run([sys.executable, "-c", probe, "align", example, "--device", "tpu"], cwd=tmp_path,
                            capture_output=True, text=True, env=env)
     assert usage.returncode == 2 and "teardown" not in usage.stderr
+
+
+def _package(root: Path, name: str, compiled: bool) -> None:
+    """A one-module package ``name`` under ``root``, with its bytecode beside it or without."""
+    import py_compile
+
+    (root / name).mkdir(parents=True)
+    source = root / name / "__init__.py"
+    source.write_text("VALUE = 1\n")
+    if compiled:
+        py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)))
+
+
+def test_bytecode_goes_to_msas_cache_only_where_packages_have_none(monkeypatch, tmp_path: Path) -> None:
+    """An install without bytecode (uv's default, PYTHONDONTWRITEBYTECODE) would compile NumPy and
+    Numba in every run: the CLI then keeps their bytecode in msa's user cache; installs with it,
+    and a prefix the user chose, are left alone."""
+    from msa._runtime import bytecode
+
+    _package(tmp_path / "site", "bare_pkg", compiled=False)
+    _package(tmp_path / "site", "built_pkg", compiled=True)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(bytecode, "PROBES", ("built_pkg", "no_such_pkg"))
+    assert bytecode.keep_bytecode() is None and sys.pycache_prefix is None
+    monkeypatch.setattr(bytecode, "PROBES", ("built_pkg", "bare_pkg"))
+    prefix = str(tmp_path / "cache" / "msa" / "pycache")
+    assert bytecode.keep_bytecode() == prefix
+    assert sys.pycache_prefix == prefix and not sys.dont_write_bytecode
+    monkeypatch.setattr(sys, "pycache_prefix", "/chosen")
+    assert bytecode.keep_bytecode() is None and sys.pycache_prefix == "/chosen"
+
+
+def test_a_run_without_bytecode_writes_it_to_msas_cache_and_aligns_the_same(tmp_path: Path) -> None:
+    """The CLI's run, its probe package installed without bytecode and PYTHONDONTWRITEBYTECODE set:
+    the modules it imports are compiled into msa's cache (not beside their sources), the
+    alignment is the usual one, and a second run reads them from there."""
+    _package(tmp_path / "site", "bare_pkg", compiled=False)
+    example = str(REPO / "datasets" / "examples" / "example.fa")
+    code = ("import sys\n"
+            "from msa._runtime import bytecode\n"
+            "bytecode.PROBES = ('bare_pkg',)\n"
+            f"sys.argv = ['msa', 'align', {example!r}, '-o', sys.argv[1], '-q']\n"
+            "from msa.__main__ import main\n"
+            "main()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "site")]),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    subprocess.run([sys.executable, "-c", code, "one.fa"], cwd=tmp_path, env=env, check=True)
+    cached = {path: path.stat().st_mtime_ns for path in (tmp_path / "cache" / "msa" / "pycache").rglob("*.pyc")}
+    assert any("numpy" in path.parts for path in cached) and any("msa" in path.parts for path in cached)
+    subprocess.run([sys.executable, "-c", code, "two.fa"], cwd=tmp_path, env=env, check=True)
+    assert {path: path.stat().st_mtime_ns for path in cached} == cached  # read, not written again
+    assert not (tmp_path / "site" / "bare_pkg" / "__pycache__").exists()
+    subprocess.run([sys.executable, "-m", "msa", "align", example, "-o", "plain.fa", "-q"], cwd=tmp_path,
+                   env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
+    assert (tmp_path / "one.fa").read_bytes() == (tmp_path / "two.fa").read_bytes() == (tmp_path / "plain.fa").read_bytes()
