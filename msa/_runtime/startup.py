@@ -64,12 +64,13 @@ class Cost:
 #: predicted to finish first is started; both give the same bytes up to MST_TREE_MAX["cpu"]
 #: sequences (BackendStart.sequences), so the choice costs nothing in the output. Fitted by
 #: ``benchmarks/auto_device.py`` to both backends' times on 75 real families of 200-10,000
-#: sequences (the example, balifam1000, balifam10000-dev) on an H100 host with 16 CPU threads
-#: (session 19): 7 of the 75 choices were not the faster backend, 0.9 s lost in 108 s
-#: (docs/start-up.md). Another host's balance of CPU and GPU moves the crossing; rerun it there.
+#: sequences (the example, balifam1000, balifam10000-dev) on an H200 host with 16 CPU threads
+#: (session 22, with msa's bytecode cache: msa._runtime.bytecode): 7 of the 75 choices were not
+#: the faster backend, 1.1 s lost in 88 s (docs/start-up.md). Another host's balance of CPU and
+#: GPU moves the crossing; rerun it there.
 COSTS: dict[str, Cost] = {
-    "cpu": Cost(start=0.696, per_mb=1.418, per_1k_sequences=0.045, per_mb_length=3.650, core_exponent=0.13),
-    "cuda": Cost(start=1.243, per_mb=0.358, per_1k_sequences=0.048),
+    "cpu": Cost(start=0.413, per_mb=2.137, per_1k_sequences=0.000, per_mb_length=2.755, core_exponent=0.16),
+    "cuda": Cost(start=0.948, per_mb=0.597, per_1k_sequences=0.000),
 }
 
 

@@ -51,8 +51,8 @@ def test_no_python_function_is_compiled_twice() -> None:
 
 
 def test_auto_cost_model_weighs_size_and_length(tmp_path: Path) -> None:
-    """The calibrated model (an H100 host, 16 threads) picks the CPU for the example and for
-    10^4 short sequences, the GPU for 10^4 long ones and past a few MB whatever is counted (a
+    """The calibrated model (a GPU host, 16 threads) picks the CPU for the example and for
+    10^4 short sequences on 16 threads, the GPU for 10^4 long ones and past a few MB whatever is counted (a
     gzipped file counts GZIP_RATIO times its size), and never the CPU for stdin or a missing file."""
     from msa._runtime.startup import GZIP_RATIO, MB, auto_device, cpu_first
 
@@ -62,8 +62,9 @@ def test_auto_cost_model_weighs_size_and_length(tmp_path: Path) -> None:
     short.write_bytes(b"".join(b">s%d\n%s\n" % (i, b"MKVLA" * 8) for i in range(10_000)))  # 0.5 MB
     long_.write_bytes(b"".join(b">s%d\n%s\n" % (i, b"MKVLA" * 60) for i in range(10_000)))  # 3 MB
     gz.write_bytes(b"x" * (long_.stat().st_size // GZIP_RATIO))
+    assert cpu_first(str(short), 16)
     for threads in (2, 16):
-        assert cpu_first(str(short), threads) and not cpu_first(str(long_), threads)
+        assert not cpu_first(str(long_), threads)
         assert not cpu_first(str(gz), threads)
         assert auto_device(16 * MB, None, threads) == "cuda"
     assert not cpu_first("-") and not cpu_first(str(tmp_path / "missing.fa"))
