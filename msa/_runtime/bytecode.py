@@ -7,7 +7,8 @@ from their sources in every process: on the device host that was ~0.25 s for Num
 ~0.6 s for Numba of each run, more than FAMSA's whole run on most 10^3 families. There the
 CLI points ``sys.pycache_prefix`` at a folder of msa's user cache, so that the first run
 writes the compiled modules there (never into the package tree) and every later run reads
-them. A prefix the user chose (``PYTHONPYCACHEPREFIX``, ``-X pycache_prefix``) is left alone.
+them; msa's child processes (Dask's workers) inherit it through the environment. A prefix the
+user chose (``PYTHONPYCACHEPREFIX``, ``-X pycache_prefix``) is left alone.
 """
 from __future__ import annotations
 
@@ -39,12 +40,14 @@ def _uncached(name: str) -> bool:
 
 
 def keep_bytecode() -> str | None:
-    """Point this process's bytecode at msa's cache where :data:`PROBES` have none of their own.
+    """Point this process's bytecode, and its children's (Dask's workers import Dask, CuPy and
+    msa too), at msa's cache where :data:`PROBES` have none of their own.
 
-    Returns the prefix set, else None. Only this process changes (its children read the
-    environment as it was)."""
+    Returns the prefix set, else None."""
     if sys.pycache_prefix is not None or not any(_uncached(name) for name in PROBES):
         return None
     sys.pycache_prefix = os.path.join(cache_home(), "pycache")
     sys.dont_write_bytecode = False
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     return sys.pycache_prefix

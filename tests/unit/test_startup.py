@@ -408,8 +408,8 @@ def _package(root: Path, name: str, compiled: bool) -> None:
 
 def test_bytecode_goes_to_msas_cache_only_where_packages_have_none(monkeypatch, tmp_path: Path) -> None:
     """An install without bytecode (uv's default, PYTHONDONTWRITEBYTECODE) would compile NumPy and
-    Numba in every run: the CLI then keeps their bytecode in msa's user cache; installs with it,
-    and a prefix the user chose, are left alone."""
+    Numba in every run: the CLI then keeps their bytecode, and its children's (Dask's workers),
+    in msa's user cache; installs with it, and a prefix the user chose, are left alone."""
     from msa._runtime import bytecode
 
     _package(tmp_path / "site", "bare_pkg", compiled=False)
@@ -418,12 +418,15 @@ def test_bytecode_goes_to_msas_cache_only_where_packages_have_none(monkeypatch, 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     monkeypatch.setattr(bytecode, "PROBES", ("built_pkg", "no_such_pkg"))
     assert bytecode.keep_bytecode() is None and sys.pycache_prefix is None
     monkeypatch.setattr(bytecode, "PROBES", ("built_pkg", "bare_pkg"))
     prefix = str(tmp_path / "cache" / "msa" / "pycache")
     assert bytecode.keep_bytecode() == prefix
     assert sys.pycache_prefix == prefix and not sys.dont_write_bytecode
+    assert os.environ["PYTHONPYCACHEPREFIX"] == prefix and "PYTHONDONTWRITEBYTECODE" not in os.environ  # children
     monkeypatch.setattr(sys, "pycache_prefix", "/chosen")
     assert bytecode.keep_bytecode() is None and sys.pycache_prefix == "/chosen"
 
