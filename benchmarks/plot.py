@@ -13,6 +13,10 @@ are merged, so its tools can come from separate runs; a tool already seen on a
 set from another file is kept apart as ``tool (file)``. Writes ``time.png``/
 ``time.svg`` and ``accuracy.png``/``accuracy.svg`` into the output folder (a
 plot without data is left out); needs matplotlib (the ``bench`` extra).
+
+With ``--sets-root DIR`` (the folder that holds the sets, e.g. data/balifam), the set files'
+runs are also drawn one point per family, wall time against the family's residues
+(``per-family.png``/``.svg``): how one process per family compares, the way users time aligners.
 """
 from __future__ import annotations
 
@@ -76,6 +80,49 @@ def load(paths: list[Path]) -> tuple[Times, Accuracy]:
         if scores:
             accuracy[name] = (scores, max(s["cases"] for s in summary.values()))
     return {t: dict(v) for t, v in times.items()}, accuracy
+
+
+def family_times(paths: list[Path], roots: list[Path]) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """Per set, per tool, ``(residues, wall seconds)`` of each finished run of the set files whose
+    inputs are found as ``ROOT/SET/in/CASE`` under one of ``roots``."""
+    out: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    sizes: dict[Path, int] = {}
+    for path in paths:
+        data = json.loads(path.read_text())
+        meta = data.get("meta", {})
+        if (meta.get("params") or {}).get("n") is not None or not meta.get("sets"):
+            continue
+        name = Path(meta["sets"]).name
+        found = [root / name / "in" for root in roots if (root / name / "in").is_dir()]
+        auto = "--device" not in (meta.get("commands") or {}).get("msa", "--device")
+        for run in data.get("runs", []) if found else []:
+            inp = found[0] / run["case"]
+            if run.get("error") is not None or run.get("wall_s") is None or not inp.is_file():
+                continue
+            if inp not in sizes:
+                sizes[inp] = sum(len(line.strip()) for line in inp.read_text().splitlines() if not line.startswith(">"))
+            tool = "msa-auto" if auto and run["tool"] == "msa" else run["tool"]  # the default command
+            out[name][tool].append((sizes[inp], float(run["wall_s"])))
+    return {name: dict(tools) for name, tools in out.items()}
+
+
+def plot_families(families: dict[str, dict[str, list[tuple[int, float]]]], colors: dict[str, str], out: Path,
+                  plt) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
+    markers = "os^Dv"
+    for k, name in enumerate(sorted(families)):
+        for tool in sorted(families[name]):
+            xs, ys = zip(*families[name][tool])
+            ax.plot(xs, ys, linestyle="none", marker=markers[k % len(markers)], markersize=4, alpha=0.75,
+                    color=colors[tool], label=f"{label(tool)}, {name}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("residues in the family")
+    ax.set_ylabel("wall time of its process (s)")
+    ax.set_title("One process per family")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return _save(fig, out / "per-family", plt)
 
 
 def plot_time(times: Times, colors: dict[str, str], out: Path, plt) -> list[Path]:
@@ -146,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("json", nargs="+", type=Path, help="benchmark JSON files (simulated.py, balifam.py)")
     p.add_argument("-o", "--out", type=Path, default=Path("."), help="output folder (made if missing)")
+    p.add_argument("--sets-root", type=Path, action="append", default=[],
+                   help="folder holding the sets' inputs (SET/in/CASE): also plot time per family against its size")
     a = p.parse_args(argv)
     try:
         import matplotlib
@@ -158,18 +207,22 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         times, accuracy = load(a.json)
+        families = family_times(a.json, a.sets_root)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"plot.py: error: {exc}", file=sys.stderr)
         return 1
     a.out.mkdir(parents=True, exist_ok=True)
     # One colour per tool across both plots.
-    tools = sorted(set(times) | {t for scores, _ in accuracy.values() for t in scores})
+    tools = sorted(set(times) | {t for scores, _ in accuracy.values() for t in scores}
+                   | {t for per_tool in families.values() for t in per_tool})
     colors = {tool: f"C{i % 10}" for i, tool in enumerate(tools)}
     written: list[Path] = []
     if times:
         written += plot_time(times, colors, a.out, plt)
     if accuracy:
         written += plot_accuracy(accuracy, colors, a.out, plt)
+    if families:
+        written += plot_families(families, colors, a.out, plt)
     if not written:
         print("plot.py: error: no finished runs in these files", file=sys.stderr)
         return 1

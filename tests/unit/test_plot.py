@@ -103,3 +103,28 @@ def test_the_time_legend_names_the_cpu_and_sits_outside_the_lines(tmp_path: Path
     names = [t.get_text() for t in accuracy_fig.axes[1].get_legend().get_texts()]
     assert names == ["famsa", "msa-cpu", "msa-cpu (other)"]
     plt.close("all")
+
+
+def test_per_family_times_read_each_input_s_residues(tmp_path: Path) -> None:
+    """--sets-root: each finished run of a set file becomes (residues of its input, wall time),
+    the default command's msa named msa-auto; runs without an input found, or failed, are left out."""
+    pytest.importorskip("matplotlib")
+    (tmp_path / "data" / "setA" / "in").mkdir(parents=True)
+    (tmp_path / "data" / "setA" / "in" / "f1").write_text(">a\nMKV\nLA\n>b\nMK\n")
+    (tmp_path / "data" / "setA" / "in" / "f2").write_text(">a\nMKVLAMKVLA\n")
+    runs = [_run("msa", "f1", 0.8, 1.5), _run("famsa", "f1", 0.8, 0.5), _run("msa", "f2", None, 2.0, "failed"),
+            _run("famsa", "gone", 0.5, 1.0)]
+    _write(tmp_path / "setA.json", {"sets": "/elsewhere/setA", "commands": {"msa": "{python} -m msa align {input}"}},
+           runs, {})
+    out = tmp_path / "plots"
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "plot.py"), str(tmp_path / "setA.json"),
+                             "--sets-root", str(tmp_path / "data"), "-o", str(out)], capture_output=True)
+    assert result.returncode == 0, result.stderr.decode()
+    assert (out / "per-family.png").read_bytes().startswith(b"\x89PNG")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from plot import family_times
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    assert family_times([tmp_path / "setA.json"], [tmp_path / "data"]) == {
+        "setA": {"msa-auto": [(7, 1.5)], "famsa": [(7, 0.5)]}}
