@@ -1,6 +1,6 @@
-"""Process machinery kept out of the pipeline's way: the shipped jit cache and its
-precompile step, the backend's start on background threads, the CUDA context made through
-the driver, forked reading, interrupts.
+"""Process machinery kept out of the pipeline's way: msa's own bytecode cache, the shipped
+jit cache and its precompile step, the backend's start on background threads, the CUDA
+context made through the driver, forked reading, interrupts.
 
 Nothing here aligns anything; the pipeline modules import :mod:`msa._runtime.jit` for
 ``njit`` and :mod:`msa._runtime.interrupts` for their checkpoints, and the run layer
