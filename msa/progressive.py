@@ -414,7 +414,9 @@ class _ProfilePool:
     which the top-down pass uses.
     """
 
-    def __init__(self, sides: _Sides, codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, n_nodes: int) -> None:
+    def __init__(
+        self, sides: _Sides, codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, n_nodes: int
+    ) -> None:
         self.sides, self.offsets, self.weights, self.n = sides, offsets, weights, len(offsets) - 1
         self.codes = [sides.main.xp.asarray(codes), codes]  # one upload on the GPU, the same array on the CPU
         self.widths = np.zeros(n_nodes, dtype=np.int64)

@@ -145,7 +145,7 @@ class _Family:
                  method: Method, weights: np.ndarray | None = None) -> None:
         self.codes, self.offsets = db.codes, np.asarray(db.offsets, dtype=np.int64)
         self.n = len(db)
-        self.weights = np.ones(self.n, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.int64)
         self.row_of = np.repeat(np.arange(self.n), np.diff(self.offsets))
         self.cols, self.width, self.tree, self.gaps, self.method = cols, width, tree, gaps, method
         self.rng = np.random.default_rng(seed)
@@ -180,11 +180,11 @@ class _Family:
                 used = np.zeros(self.width, dtype=bool)
                 used[self.cols[res]] = True
                 rank = (np.cumsum(used) - 1)[self.cols[res]]
-                weights = self.weights[side]
+                weights = None if self.weights is None else self.weights[side]
                 tables.append(block_counts(self.codes[res], np.concatenate(([0], np.cumsum(lengths[side]))), rank,
                                            int(used.sum()), weights))
                 widths.append(int(used.sum()))
-                n_seqs.append(int(weights.sum()))
+                n_seqs.append(int(side.sum() if weights is None else weights.sum()))
                 sides.append((res, rank))
         return tables, np.asarray(widths, dtype=np.int64), np.asarray(n_seqs, dtype=np.int64), sides
 

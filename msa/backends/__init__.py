@@ -123,7 +123,8 @@ class Backend(Protocol):
     # align_forest: the whole stage of a forest (msa.progressive._Forest's arrays: codes,
     # offsets, weights, children, levels per merge, gaps) in one call, where a backend pays
     # more per level than per merge (the CPU): (the final column of every residue, every
-    # node's width), as the level loop would give them. None: msa.progressive drives the levels (the GPU's launches).
+    # node's width), as the level loop would give them. None: msa.progressive drives the
+    # levels (the GPU's launches).
     align_forest: Callable[..., tuple[np.ndarray, np.ndarray]] | None
     def to_host(self, a) -> np.ndarray: ...
     # Data movement between levels, one call per level (msa.progressive). gather_profiles:

@@ -14,7 +14,8 @@ from msa.cli.options import (
     GpuMemoryOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt, RefineOpt,
     ConnectTimeoutOpt, GzipLevelOpt, SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt,
     TerminalGapOpt,
-    ThreadsOpt, VerboseOpt, WeightsChoice, WeightsOpt, _D, _check_scoring, _memory_cap, _params, _tree_choice, _tree_options,
+    ThreadsOpt, VerboseOpt, WeightsChoice, WeightsOpt, _D, _check_scoring, _memory_cap, _params, _tree_choice,
+    _tree_options,
 )
 from msa.params import CONNECT_TIMEOUT, AlignParams
 from msa.progress import Progress
@@ -108,7 +109,8 @@ def align(
         params = _params(
             seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
-            weights=weights, keep_duplicates=keep_duplicates, refine=refine, seed=seed, threads=threads, device=device, quiet=quiet,
+            weights=weights, keep_duplicates=keep_duplicates, refine=refine, seed=seed, threads=threads, device=device,
+            quiet=quiet,
             gzip_level=gzip_level, **_tree_choice(tree),
         )
         if tree_out is not None and params.tree_file is not None:

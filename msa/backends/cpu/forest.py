@@ -77,8 +77,8 @@ def align_forest(
     """Every merge of the forest, level by level, then every residue's final column.
 
     ``children[k]``: inner node ``n + k``'s two children (leaves ``< n``, sequence ``i`` at
-    ``codes[offsets[i]:offsets[i + 1]]``, of weight ``weights[i]``); ``order[bounds[l]:bounds[l + 1]]``: the inner nodes
-    of level ``l``; ``gaps[k]``: merge ``k``'s gap vector. A level of fewer than
+    ``codes[offsets[i]:offsets[i + 1]]``, of weight ``weights[i]``); ``order[bounds[l]:bounds[l +
+    1]]``: the inner nodes of level ``l``; ``gaps[k]``: merge ``k``'s gap vector. A level of fewer than
     ``serial_cells`` DP cells (or of one merge) runs on this thread, as align_batch decides.
     Returns the final column of every residue (``codes`` layout) and every node's width;
     stopped (``state[STOP]``), what it returns is not an alignment."""
@@ -168,7 +168,8 @@ def run(
     def work() -> None:
         try:
             numba.set_num_threads(threads)
-            out.append(align_forest(codes, offsets, weights, children, order, bounds, gaps, matrix, serial_cells, state))
+            out.append(align_forest(codes, offsets, weights, children, order, bounds, gaps, matrix, serial_cells,
+                                    state))
         except BaseException as exc:  # raised on the calling thread
             out.append(exc)
 
