@@ -6,7 +6,9 @@
         /work/shared/datasets/balifam/balifam10000-dev/in/*
     python benchmarks/auto_device.py fit times.json
 
-``time``: each input is aligned by ``msa align IN -o OUT`` as users run it, one process per run,
+``time``: each input is aligned by ``msa align IN -o OUT`` as users run it, one command per run
+(on msa's warm server, whose costs are ``SERVED_COSTS``; with ``MSA_SERVER=off`` each in a
+process of its own, whose costs are ``COSTS``),
 with ``--device cpu`` (all cores), ``--device cpu --threads CORES/4`` (every ``--few-every``-th
 input: the cores' term) and ``--device cuda``; the runs are interleaved (one of each, then the
 next input) after one untimed run of each variant on the first input, and the CPU's and the
@@ -38,6 +40,7 @@ from pathlib import Path
 import numpy as np
 from fits import nnls_relative
 
+from msa._runtime.server import OFF
 from msa._runtime.startup import MB, Cost, count_sequences, host_threads, input_bytes
 
 
@@ -63,8 +66,9 @@ def time_inputs(a: argparse.Namespace) -> None:
         target = out / f"{name}-{inp.name}.fa"
         return timed([*msa, "align", str(inp.resolve()), "-o", str(target), "-q", *variants[name]], out)
 
-    for name in variants:  # caches warmed, untimed
-        run(name, a.inputs[0])
+    for _ in range(2):  # caches warmed (and msa's warm server started, unless MSA_SERVER=off), untimed
+        for name in variants:
+            run(name, a.inputs[0])
     times: dict[str, dict[str, list[float]]] = {str(i): {} for i in a.inputs}
     for _ in range(a.runs):
         for k, inp in enumerate(a.inputs):
@@ -76,6 +80,7 @@ def time_inputs(a: argparse.Namespace) -> None:
             raise SystemExit(f"auto_device.py: {inp}: the CPU's and the GPU's outputs differ")
     record = {
         "host": os.uname().nodename, "cores": cores, "few": few, "date": time.strftime("%Y-%m-%d"),
+        "served": os.environ.get("MSA_SERVER", "").strip().lower() not in OFF,
         "inputs": [{"path": str(i), "bytes": input_bytes(str(i)), "sequences": count_sequences(str(i)),
                     "seconds": times[str(i)]} for i in a.inputs],
     }
@@ -139,7 +144,7 @@ def fit(a: argparse.Namespace) -> None:
               f"best {best_sum:.2f} s, all cpu {np.nansum(med['cpu']):.2f} s, all cuda {np.nansum(med['cuda']):.2f} s")
     print(f"\n# msa/_runtime/startup.py, calibrated by benchmarks/auto_device.py on {record['host']} "
           f"({cores} CPU threads, {record['date']}):")
-    print("COSTS: dict[str, Cost] = {")
+    print(f"{'SERVED_COSTS' if record.get('served') else 'COSTS'}: dict[str, Cost] = {{")
     for name, c in costs.items():
         print(f'    "{name}": Cost(start={c.start:.3f}, per_mb={c.per_mb:.3f}, per_1k_sequences={c.per_1k_sequences:.3f}, '
               f"per_mb_length={c.per_mb_length:.4f}" + (f", core_exponent={c.core_exponent:.2f}" if c.core_exponent else "")

@@ -38,27 +38,60 @@ def main() -> None:
 
 
 def run() -> NoReturn:
-    """The ``msa`` script and ``python -m msa``: :func:`main`, then the process ends at once.
+    """The ``msa`` script and ``python -m msa``: the command on a warm server where there is one
+    (:mod:`msa._runtime.server`), else :func:`main` in this process, which then starts a server
+    for the next run.
 
     The interpreter's teardown (every module's objects freed, Numba's and LLVM's among them)
     took ~7 ms of a 0.3 s run on the 2-core dev machine (30 ms without the collector frozen at
-    exit, msa.cli.app), after the outputs were whole. Once
-    the command has returned or exited, with the standard streams and logging flushed and no
-    other Python thread nor Dask (whose cluster has its own shutdown) in the process, it ends
-    by ``os._exit``; otherwise, or where a stream cannot be flushed (a closed pipe), by the
-    usual ``sys.exit``. :func:`main` itself returns, for callers in Python."""
+    exit, msa.cli.app), after the outputs were whole, so the process ends by ``os._exit`` once
+    the command is done and :func:`flushed`; otherwise by the usual ``sys.exit``. :func:`main`
+    itself returns, for callers in Python."""
+    from msa._runtime import server
+    from msa._runtime.interrupts import process_handlers
+
+    process_handlers()  # a signal before the command started: one line, 130 or 143
+    status = server.client(sys.argv)
+    if status is None:
+        status = in_process()
+        server.start_server(status)
+        if not flushed():
+            sys.exit(status)
+    os._exit(status)
+
+
+def in_process() -> int:
+    """:func:`main`'s exit status."""
     try:
         main()
         code: object = 0
     except SystemExit as exc:
         code = exc.code
     if isinstance(code, int) or code is None:
-        status = code or 0
-    else:  # sys.exit's rule: a message is printed, the status is 1
-        print(code, file=sys.stderr)
-        status = 1
+        return code or 0
+    print(code, file=sys.stderr)  # sys.exit's rule: a message is printed, the status is 1
+    return 1
+
+
+def serve(path: str) -> None:
+    """A warm server's process (started by :func:`msa._runtime.server.start_server`): each
+    client's command is :func:`in_process`, its streams flushed."""
+    from msa._runtime import server
+
+    def command() -> int:
+        status = in_process()
+        flushed()
+        return status
+
+    server.serve(path, command)
+
+
+def flushed() -> bool:
+    """Flush the standard streams and logging; False where the process must end by the
+    interpreter's own exit instead: another Python thread or Dask (whose cluster has its own
+    shutdown) in the process, or a stream that cannot be flushed (a closed pipe)."""
     if threading.active_count() > 1 or "distributed" in sys.modules:
-        sys.exit(status)
+        return False
     try:
         if "logging" in sys.modules:
             import logging
@@ -68,8 +101,8 @@ def run() -> NoReturn:
             if stream is not None:  # None: the descriptor was closed before the start
                 stream.flush()
     except (OSError, ValueError):
-        sys.exit(status)
-    os._exit(status)
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -115,6 +115,11 @@ _READS = {
 }
 
 
+#: Every dispatcher :func:`njit` made with the hooks on, in the order made: what a warm server
+#: loads before its first run (msa._runtime.server).
+DISPATCHERS: list[Any] = []
+
+
 def njit(**options: Any) -> Callable[[Callable], Any]:
     """``numba.njit(**options)``; with ``cache=True`` and the hooks on, the shipped cache is
     read first and cached entries load msa's way."""
@@ -124,6 +129,7 @@ def njit(**options: Any) -> Callable[[Callable], Any]:
             return numba.njit(**options)(fn)
         dispatcher = numba.njit(**{k: v for k, v in options.items() if k != "cache"})(fn)
         dispatcher._cache = _LazyCache(dispatcher.py_func)  # what enable_caching sets, made lazily
+        DISPATCHERS.append(dispatcher)
         return dispatcher
 
     return wrap

@@ -74,6 +74,25 @@ COSTS: dict[str, Cost] = {
 }
 
 
+#: The same for a command run by msa's warm server (msa._runtime.server), whose imports are
+#: done before it starts: a CPU run starts at once, a GPU run still makes its CUDA context and
+#: loads its kernels. Fitted the same way (session 23, served runs; docs/start-up.md): 3 of the
+#: 75 choices not the faster backend, 0.55 s lost in 61.4 s.
+SERVED_COSTS: dict[str, Cost] = {
+    "cpu": Cost(start=0.035, per_mb=1.346, per_1k_sequences=0.040, per_mb_length=3.7431, core_exponent=0.11),
+    "cuda": Cost(start=0.534, per_mb=0.670, per_1k_sequences=0.000),
+}
+
+
+#: Set in a command's process when msa's warm server runs it (msa._runtime.server).
+served = False
+
+
+def costs() -> dict[str, Cost]:
+    """The cost model of this process: :data:`SERVED_COSTS` where a warm server runs it."""
+    return SERVED_COSTS if served else COSTS
+
+
 def host_threads(threads: int = 0) -> int:
     """The CPU threads a run uses: ``threads``, or (0) the cores this process may run on."""
     if threads > 0:
@@ -82,11 +101,12 @@ def host_threads(threads: int = 0) -> int:
 
 
 def auto_device(nbytes: int, sequences: int | None = None, threads: int = 0) -> str:
-    """``cpu`` or ``cuda``: the backend :data:`COSTS` predicts finishes first for an input of
+    """``cpu`` or ``cuda``: the backend :func:`costs` predicts finishes first for an input of
     ``nbytes`` of FASTA (and ``sequences``, where counted) with ``threads`` CPU threads (0: all
     cores); a tie goes to the CPU, which needs no device."""
     threads = host_threads(threads)
-    cpu, gpu = (COSTS[d].seconds(nbytes, sequences, threads) for d in ("cpu", "cuda"))
+    model = costs()
+    cpu, gpu = (model[d].seconds(nbytes, sequences, threads) for d in ("cpu", "cuda"))
     return "cpu" if cpu <= gpu else "cuda"
 
 

@@ -1,0 +1,538 @@
+"""A warm msa kept between runs, as Mercurial's ``chg`` keeps a warm ``hg``.
+
+A run of a small family is mostly start-up: the interpreter, NumPy, Numba and CuPy (0.45 s of
+a CPU run, 0.7 s of a GPU run on the device host, docs/start-up.md), while FAMSA aligns most
+10^3 families in 0.3-0.6 s. A per-user server holds those modules imported and msa's
+compiled functions loaded; ``msa`` connects to it, and the server runs the command in a
+forked process that takes the client's arguments, working directory, environment, umask and
+standard streams (passed as descriptors), so the command sees what it would see in the
+client's own process and writes the same bytes. The client relays SIGINT, SIGTERM and SIGHUP
+to it and exits with its status.
+
+* Where there is no server, the command runs in the client's process as always, and once it
+  has ended (not stopped by a signal) a server is started for the next run, detached (its own
+  session, standard streams on /dev/null), so no caller waits for it. It leaves after
+  :data:`IDLE_SECONDS` without a run (``MSA_SERVER_IDLE``), and at once if msa's or its
+  libraries' files change (an upgrade, an edit of a checkout): the run that finds it stale
+  runs in its own process.
+* One server per install and per environment that shapes a process at its start: the socket's
+  name hashes the interpreter, msa's folder, the CPU affinity and every variable
+  :data:`KEY_PREFIXES` names (Numba's and OpenMP's threads, Python's and CuPy's settings...),
+  so a run with other such settings gets a server of its own. The socket lives in
+  ``$XDG_RUNTIME_DIR/msa`` (else ``$TMPDIR/msa-UID``), a folder only its user can enter, and
+  the client checks the server's user (``SO_PEERCRED``).
+* ``MSA_SERVER=off`` (or ``0``) runs every command in its own process and starts no server.
+  Runs on a Dask cluster (``--workers``, ``--gpus``, ``--scheduler``) always do.
+* Two forks a run: the server forks a watcher, the watcher forks the command. GNU OpenMP
+  refuses to run a parallel region in a direct child of a process that loaded Numba's
+  OpenMP layer, and the grandchild is not one (checked in the tests); the server itself never
+  runs a parallel region nor makes a CUDA context, so the command starts both afresh. The
+  watcher reports the command's pid and status to the client and ends the command if the
+  client goes away.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import struct
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable
+
+#: ``MSA_SERVER``: ``off`` or ``0`` runs every command in its own process.
+SERVER_ENV = "MSA_SERVER"
+OFF = ("0", "off", "no", "false")
+#: A server leaves after this many seconds without a run (``MSA_SERVER_IDLE`` overrides).
+IDLE_SECONDS = 600.0
+IDLE_ENV = "MSA_SERVER_IDLE"
+#: How long a client waits for a server's answer (it answers once its imports are done,
+#: ~1 s after it starts) before running the command itself.
+ANSWER_SECONDS = 10.0
+#: The commands a server runs; ``--version`` and ``--help`` need no warm process.
+SERVED = ("align", "add", "merge", "tree", "score")
+#: Options that start or join a Dask cluster: those runs stay in their own process.
+CLUSTER_OPTIONS = ("--workers", "--gpus", "--scheduler")
+#: Environment variables read when a process starts (Numba's and OpenMP's threads, the
+#: interpreter's settings, CuPy's and CUDA's, the locale of the standard streams): a server
+#: serves only clients whose values match its own.
+KEY_PREFIXES = ("MSA_", "NUMBA_", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "PYTHON", "CUPY_", "CUDA_", "LD_",
+                "LANG", "LC_")
+#: The longest socket path AF_UNIX takes (108 bytes with its terminating zero on Linux).
+MAX_PATH = 107
+_LENGTH = struct.Struct("!I")
+
+
+class _Client:
+    """What the client found: where its server would be, and whether to start one."""
+
+    path: str | None = None
+    start: bool = False
+    environ: dict[str, str] | None = None
+
+
+_client = _Client()
+
+
+def _off(environ: os._Environ[str] | dict[str, str]) -> bool:
+    return environ.get(SERVER_ENV, "").strip().lower() in OFF
+
+
+def address(argv: list[str]) -> str | None:
+    """The socket of the server for this install and environment, or None where a server is
+    not used for ``argv`` (``MSA_SERVER=off``, not Linux, a command that needs no warm
+    process, a cluster run, a folder that is not private, a path too long)."""
+    if _off(os.environ) or not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        return None
+    if len(argv) < 2 or argv[1] not in SERVED:
+        return None
+    if any(a == o or a.startswith(o + "=") for a in argv[2:] for o in CLUSTER_OPTIONS):
+        return None
+    folder = _folder()
+    if folder is None:
+        return None
+    path = os.path.join(folder, _key() + ".sock")
+    return path if len(path.encode()) <= MAX_PATH else None
+
+
+def _folder() -> str | None:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        folder = os.path.join(runtime, "msa")
+    else:
+        folder = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"msa-{os.getuid()}")
+    return folder if _private(folder) or not os.path.lexists(folder) else None
+
+
+def _private(folder: str) -> bool:
+    """Whether ``folder`` is a directory of this user's that no one else may enter."""
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
+
+
+def _key() -> str:
+    import hashlib
+    import json
+
+    import msa
+
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except OSError:
+        cpus = []
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(KEY_PREFIXES) and k != SERVER_ENV)
+    parts = [os.getuid(), os.path.realpath(sys.executable), sys.version, os.path.dirname(msa.__file__), cpus, env]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+
+# ---------------------------------------------------------------------------------------------
+# The client
+
+
+def client(argv: list[str]) -> int | None:
+    """Run ``argv`` on the server; its exit status, or None where it must run in this process
+    (no server, one that is stale or does not answer, a standard stream closed). Where no
+    server answered, :func:`start_server` starts one after the run. A signal that comes
+    before the command's process is known waits for it and is passed on, so the command
+    cleans up as it would in this process, and the status it exits with is this one's."""
+    path = address(argv)
+    if path is None:
+        return None
+    import socket
+
+    _client.path, _client.environ = path, dict(os.environ)
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    relay = _Relay()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(ANSWER_SECONDS)
+    try:
+        sock.connect(path)
+        status = _served(sock, argv, cwd, relay)
+    except (FileNotFoundError, ConnectionRefusedError):
+        _client.start = True
+        status = None
+    except OSError:  # timed out, or the server went away before the command started
+        status = None
+    finally:
+        sock.close()
+        relay.restore()
+    if status is None and relay.pending:  # nothing started: stop as a run in this process does
+        os.write(2, b"msa: interrupted\n")
+        os._exit(128 + relay.pending[0])
+    return status
+
+
+def _served(sock: socket.socket, argv: list[str], cwd: str, relay: _Relay) -> int | None:
+    import json
+    import socket
+
+    reader = sock.makefile("rb")
+    uid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+    if uid != os.getuid():
+        return None
+    answer = reader.readline()
+    if answer != b"ready\n":
+        _client.start = answer == b"stale\n"
+        return None
+    umask = os.umask(0)
+    os.umask(umask)
+    request = json.dumps({"argv": argv, "cwd": cwd, "env": dict(os.environ), "umask": umask}).encode()
+    socket.send_fds(sock, [_LENGTH.pack(len(request))], [0, 1, 2])
+    sock.sendall(request)
+    words = reader.readline().split()
+    if len(words) != 2 or words[0] != b"pid":
+        return None
+    pid = int(words[1])
+    sock.settimeout(None)
+    relay.to(pid)
+    words = reader.readline().split()
+    if len(words) == 2 and words[0] == b"exit":
+        return int(words[1])
+    if len(words) == 2 and words[0] == b"signal":  # the command was killed: so is the client
+        signum = int(words[1])
+        relay.restore()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return 128 + signum
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except OSError:
+        pass
+    os.write(2, b"msa: error: the msa server ended during the run (MSA_SERVER=off runs msa without it)\n")
+    return 1
+
+
+#: The signals the client passes on to the command's process.
+RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _Relay:
+    """SIGINT, SIGTERM and SIGHUP passed on to the command's process while the client waits;
+    those that come before its pid is known wait for it (:attr:`pending`)."""
+
+    def __init__(self) -> None:
+        self._pid: int | None = None
+        self.pending: list[int] = []
+        self._previous = {s: signal.signal(s, self._note) for s in RELAYED}
+
+    def _note(self, signum: int, frame: object) -> None:
+        if self._pid is None:
+            self.pending.append(signum)
+        else:
+            self._send(signum)
+
+    def _send(self, signum: int) -> None:
+        try:
+            os.kill(self._pid, signum)
+        except OSError:
+            pass
+
+    def to(self, pid: int) -> None:
+        """The command's process is ``pid``: pass on what came and what comes."""
+        self._pid = pid
+        for signum in self.pending:
+            self._send(signum)
+
+    def restore(self) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        self._previous = {}
+
+
+def start_server(status: int) -> None:
+    """After a run in this process that found no server (and was not stopped by a signal),
+    start one for the next run: detached, in its own session, its standard streams on
+    /dev/null, so nothing waits for it."""
+    if not _client.start or _client.path is None or status > 128:
+        return
+    import subprocess
+
+    import msa
+
+    root = os.path.dirname(os.path.dirname(msa.__file__))
+    code = f"import sys; sys.path.insert(0, {root!r}); from msa.__main__ import serve; serve({_client.path!r})"
+    flags = subprocess._args_from_interpreter_flags()  # the client's -O, -X ...: the server's too
+    devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    try:
+        os.posix_spawn(sys.executable, [sys.executable, *flags, "-c", code], _client.environ or os.environ,
+                       file_actions=devnull, setsid=True)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The server
+
+
+def serve(path: str, command: Callable[[], int]) -> None:
+    """The server's process: take the lock of ``path`` (else another server has it: leave),
+    listen, import and load everything a run uses, then fork a watcher per client until idle;
+    each client's command runs ``command`` (``msa.__main__``'s run of ``sys.argv``, returning
+    its exit status once the streams are flushed)."""
+    import fcntl
+    import socket
+
+    folder = os.path.dirname(path)
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    if not _private(folder):
+        return
+    lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener.bind(path)
+    listener.listen(64)
+    ours = os.stat(path).st_ino
+    signal.signal(signal.SIGTERM, _leave)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _warm()
+        stamp = _stamp()
+        _loop(listener, lock, stamp, _idle_seconds(), command)
+    except SystemExit:
+        pass
+    finally:
+        try:
+            if os.stat(path).st_ino == ours:
+                os.unlink(path)
+        except OSError:
+            pass
+        listener.close()
+        os.close(lock)
+
+
+def _idle_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get(IDLE_ENV, IDLE_SECONDS)))
+    except ValueError:
+        return IDLE_SECONDS
+
+
+def _leave(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _warm() -> None:
+    """Import what the commands import and load msa's compiled functions (no parallel region
+    runs, no CUDA context is made), then freeze the collector so the commands' processes
+    neither scan nor copy these objects."""
+    import gc
+    import importlib
+    import pkgutil
+    import threading
+
+    import msa
+    from msa._runtime.bytecode import keep_bytecode
+    from msa._runtime.startup import _ProbeBlock, _skip_numba_extensions, _typeof_without_numpy_ma
+
+    keep_bytecode()
+    block = _ProbeBlock()
+    try:
+        import numba  # noqa: F401
+
+        _typeof_without_numpy_ma()
+        import msa.pipeline  # noqa: F401
+    finally:
+        block.release()
+    _skip_numba_extensions()
+    skip = ("msa.testing", "msa._runtime.precompile", "msa.run.dask", "msa._runtime.server")
+    try:
+        import cupy  # noqa: F401
+    except Exception:
+        skip += ("msa.backends.cuda",)
+    for module in pkgutil.walk_packages(msa.__path__, "msa."):
+        if not module.name.startswith(skip):
+            try:
+                importlib.import_module(module.name)
+            except Exception:
+                pass
+    from numba.np.ufunc.parallel import _launch_threads
+
+    from msa._runtime.jit import DISPATCHERS, preload
+
+    _launch_threads()  # Numba's threading layer, as loading a shipped parallel function loads it
+    preload(DISPATCHERS)
+    if threading.active_count() != 1 or "distributed" in sys.modules:
+        raise SystemExit(0)  # a fork would copy another thread's locks, or Dask's state
+    gc.collect()
+    gc.freeze()
+
+
+def _stamp(package: str | None = None) -> list[tuple[str, int, int]]:
+    """The size and time of every file of msa (or of ``package``, a folder) and of each
+    library folder a run imports: any change (an upgrade, an edit) makes this server stale."""
+    import msa
+
+    files = []
+    for root, dirs, names in os.walk(package or os.path.dirname(msa.__file__)):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        files += [os.path.join(root, n) for n in names]
+    for name in ("numpy", "numba", "llvmlite", "cupy", "typer", "click", "rich"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            files.append(os.path.dirname(module.__file__))
+    stamp = []
+    for f in sorted(files):
+        try:
+            info = os.stat(f)
+        except OSError:
+            continue
+        stamp.append((f, info.st_size, info.st_mtime_ns))
+    return stamp
+
+
+def _loop(
+    listener: socket.socket, lock: int, stamp: list[tuple[str, int, int]], idle: float, command: Callable[[], int]
+) -> None:
+    import selectors
+    import time
+
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    watchers: dict[int, int] = {}  # pidfd -> pid
+    deadline = time.monotonic() + idle
+    while True:
+        timeout = None if watchers else deadline - time.monotonic()
+        if timeout is not None and timeout <= 0:
+            return
+        for key, _ in selector.select(timeout):
+            if key.fileobj is listener:
+                conn, _ = listener.accept()
+                if _stamp() != stamp:
+                    _say(conn, b"stale\n")
+                    conn.close()
+                    return
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        selector.close()
+                        listener.close()
+                        os.close(lock)
+                        for fd in watchers:
+                            os.close(fd)
+                        _watch(conn, command)
+                    finally:
+                        os._exit(0)
+                conn.close()
+                pidfd = os.pidfd_open(pid)
+                watchers[pidfd] = pid
+                selector.register(pidfd, selectors.EVENT_READ)
+            else:
+                pidfd = key.fd
+                selector.unregister(pidfd)
+                os.waitpid(watchers.pop(pidfd), 0)
+                os.close(pidfd)
+            deadline = time.monotonic() + idle
+
+
+def _say(conn: socket.socket, line: bytes) -> None:
+    try:
+        conn.sendall(line)
+    except OSError:
+        pass
+
+
+def _watch(conn: socket.socket, command: Callable[[], int]) -> None:
+    """The watcher: read the client's request, fork the command, tell the client its pid and
+    then its status; a client that goes away before the end has the command ended (SIGTERM)."""
+    import json
+    import select
+    import socket
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    conn.settimeout(ANSWER_SECONDS)
+    _say(conn, b"ready\n")
+    try:
+        head, fds, _, _ = socket.recv_fds(conn, _LENGTH.size, 3)
+        if len(head) != _LENGTH.size or len(fds) != 3:
+            return
+        size = _LENGTH.unpack(head)[0]
+        data = b""
+        while len(data) < size:
+            chunk = conn.recv(size - len(data))
+            if not chunk:
+                return
+            data += chunk
+    except OSError:
+        return
+    request = json.loads(data)
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        _command(request, fds, command)
+    for fd in fds:
+        os.close(fd)
+    conn.settimeout(None)
+    _say(conn, f"pid {pid}\n".encode())
+    pidfd = os.pidfd_open(pid)
+    watched = [conn, pidfd]
+    while True:
+        ready, _, _ = select.select(watched, [], [])
+        if pidfd in ready:
+            status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            _say(conn, f"signal {-status}\n".encode() if status < 0 else f"exit {status}\n".encode())
+            return
+        try:
+            gone = not conn.recv(64)
+        except OSError:
+            gone = True
+        if gone:  # the client went away: end the command (it cleans up as on a user's SIGTERM)
+            watched.remove(conn)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+
+
+def _command(request: dict[str, Any], fds: list[int], command: Callable[[], int]) -> None:
+    """The command's process: the client's streams, folder, environment and umask, then the
+    command as ``msa`` runs it in a process of its own; never returns."""
+    status = 1
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        try:
+            os.chdir(request["cwd"])
+        except OSError as exc:
+            os.write(2, f"msa: error: cannot enter the working folder: {exc.strerror}\n".encode())
+            return
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.umask(request["umask"])
+        sys.argv = list(request["argv"])
+        sys.stdout.reconfigure(line_buffering=sys.stdout.isatty())
+        from msa import pipeline
+        from msa._runtime import startup
+
+        startup.served = True  # its start costs are not a cold process's
+
+        pipeline.threads_sleep_when_idle()
+        status = command()
+    finally:
+        os._exit(status)

@@ -1,0 +1,209 @@
+"""msa's warm server (msa._runtime.server): a run it serves writes the bytes, status and lines a
+run in its own process writes; signals reach the command; a server is started after a run that
+found none, holds none of its caller's descriptors, and leaves when idle or told to.
+
+Each test has a private runtime folder (``XDG_RUNTIME_DIR``) and stops its server at the end.
+The first run of a test runs in its own process and starts the server (``subprocess.run``
+returning at all shows the server holds none of the test's pipes).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from msa._runtime import server
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the server runs on Linux only")
+
+
+@pytest.fixture
+def served(tmp_path: Path):
+    """The environment of runs that use a server of their own; the server is stopped after."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.setdefault("NUMBA_NUM_THREADS", "2")
+    env.update(MSA_SERVER="on", XDG_RUNTIME_DIR=str(runtime), MSA_SERVER_IDLE="300")
+    yield env
+    for lock in (runtime / "msa").glob("*.lock"):
+        pid = int(lock.read_text() or 0)
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            _until(lambda: not _alive(pid), 30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _until(done, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def msa(env: dict[str, str], *args: object, cwd: Path, **kw) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "msa", *map(str, args)], env=env, cwd=cwd, capture_output=True,
+                          timeout=300, **kw)
+
+
+def socket_of(env: dict[str, str]) -> Path:
+    folder = Path(env["XDG_RUNTIME_DIR"]) / "msa"
+    _until(lambda: any(folder.glob("*.sock")), 60)
+    return next(folder.glob("*.sock"))
+
+
+def wait_for_server(env: dict[str, str]) -> int:
+    """Until the server answers; its pid."""
+    path = socket_of(env)
+
+    def answers() -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(60)
+            try:
+                s.connect(str(path))
+                return s.makefile("rb").readline() == b"ready\n"
+            except OSError:
+                return False
+
+    _until(answers, 60)
+    return int(Path(str(path) + ".lock").read_text())
+
+
+def test_a_served_run_writes_what_a_run_of_its_own_writes(served, tmp_path):
+    first = msa(served, "align", EXAMPLE, "-o", "own.fa", "-v", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert b"warm server" not in first.stderr
+    wait_for_server(served)
+    # relative paths (the client's folder), a umask of its own, -v's lines on the client's stderr
+    again = msa(served, "align", "own.fa", "-o", "served.fa", "-v", "--refine", "off", cwd=tmp_path,
+                preexec_fn=lambda: os.umask(0o077))
+    alone = msa({**served, "MSA_SERVER": "off"}, "align", "own.fa", "-o", "alone.fa", "-v", "--refine", "off",
+                cwd=tmp_path, preexec_fn=lambda: os.umask(0o077))
+    assert again.returncode == alone.returncode == 0, again.stderr
+    assert b"run by msa's warm server" in again.stderr and b"warm server" not in alone.stderr
+    assert (tmp_path / "served.fa").read_bytes() == (tmp_path / "alone.fa").read_bytes()
+    assert (tmp_path / "served.fa").stat().st_mode & 0o777 == (tmp_path / "alone.fa").stat().st_mode & 0o777 == 0o600
+    second = msa(served, "align", EXAMPLE, "-o", "second.fa", cwd=tmp_path)
+    assert (tmp_path / "second.fa").read_bytes() == (tmp_path / "own.fa").read_bytes()
+    assert second.stdout == b""
+    # stdin in, stdout out: the client's descriptors
+    piped = msa(served, "align", "-", "--quiet", cwd=tmp_path, input=EXAMPLE.read_bytes())
+    assert piped.returncode == 0 and piped.stderr == b""
+    assert piped.stdout == (tmp_path / "own.fa").read_bytes()
+
+
+def test_errors_and_statuses_are_the_commands(served, tmp_path):
+    msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
+    wait_for_server(served)
+    (tmp_path / "bad.fa").write_bytes(b">a\nMKV\n>a\nMK1V\n")
+    for args in (["align", "missing.fa", "-o", "x.fa"], ["align", "bad.fa", "-o", "x.fa"],
+                 ["align", EXAMPLE, "--refine", "maybe"]):
+        got = msa(served, *args, cwd=tmp_path)
+        want = msa({**served, "MSA_SERVER": "off"}, *args, cwd=tmp_path)
+        assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr)
+        assert got.returncode != 0 and len(got.stderr.splitlines()) == 1, got.stderr
+    assert not (tmp_path / "x.fa").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_reaches_the_command(served, tmp_path, sig):
+    msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
+    wait_for_server(served)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "msa", "align", EXAMPLE, "-o", "out.fa", "--refine", "100000", "-v"], env=served,
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    lines = b""
+    while b"msa: aligning profiles (" not in lines:  # the command is refining
+        line = proc.stderr.readline()
+        assert line, lines
+        lines += line
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig
+    assert err.endswith(b"msa: interrupted\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fa", "runtime"]
+
+
+def test_a_client_killed_ends_its_command(served, tmp_path):
+    msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
+    pid = wait_for_server(served)
+    proc = subprocess.Popen([sys.executable, "-m", "msa", "align", EXAMPLE, "-o", "out.fa", "--refine", "100000"],
+                            env=served, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    part = lambda: [p.name for p in tmp_path.iterdir() if p.name not in ("a.fa", "runtime")]  # noqa: E731
+    _until(lambda: part() != [], 120)  # the command made its temporary output
+    proc.kill()
+    proc.wait()
+    _until(lambda: part() == [], 60)  # ended by the watcher: it removed its temporary file
+    assert _alive(pid)  # the server stays
+
+
+def test_the_server_leaves_when_idle(served, tmp_path):
+    served["MSA_SERVER_IDLE"] = "1"
+    msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
+    path = socket_of(served)
+    pid = wait_for_server(served)
+    _until(lambda: not _alive(pid), 60)
+    assert not path.exists()
+
+
+def test_the_socket_names_the_install_and_the_environment(monkeypatch, tmp_path):
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("MSA_SERVER", "on")
+    argv = ["msa", "align", "in.fa", "-o", "out.fa"]
+    first = server.address(argv)
+    assert first is not None and first.startswith(str(runtime / "msa") + os.sep)
+    monkeypatch.setenv("SOME_OTHER_VARIABLE", "1")
+    assert server.address(argv) == first  # the command's own settings do not matter
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert server.address(argv) != first  # read when Numba loads: another server
+    for other in (["msa", "--version"], ["msa"], ["msa", "align", "x", "--workers", "2"],
+                  ["msa", "align", "x", "--gpus=2"], ["msa", "align", "x", "--scheduler", "tcp://h:1"]):
+        assert server.address(other) is None
+    monkeypatch.setenv("MSA_SERVER", "off")
+    assert server.address(argv) is None
+    monkeypatch.setenv("MSA_SERVER", "on")
+    runtime.chmod(0o755)
+    (runtime / "msa").mkdir(mode=0o755)  # a folder others may enter: no server
+    assert server.address(argv) is None
+
+
+def test_a_changed_file_makes_the_server_stale(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("x = 1\n")
+    before = server._stamp(str(package))
+    assert server._stamp(str(package)) == before
+    (package / "a.py").write_text("x = 22\n")
+    assert server._stamp(str(package)) != before
+
+
+@pytest.mark.gpu
+def test_a_served_gpu_run_writes_the_cpus_bytes(served, tmp_path):
+    """The server imports CuPy but makes no CUDA context: each command makes its own."""
+    msa(served, "align", EXAMPLE, "-o", "cpu.fa", "--device", "cpu", cwd=tmp_path)
+    wait_for_server(served)
+    for name in ("gpu1.fa", "gpu2.fa"):  # two commands, each with a context of its own
+        got = msa(served, "align", EXAMPLE, "-o", name, "--device", "cuda", "-v", cwd=tmp_path)
+        assert got.returncode == 0, got.stderr
+        assert b"run by msa's warm server" in got.stderr
+        assert (tmp_path / name).read_bytes() == (tmp_path / "cpu.fa").read_bytes()
