@@ -413,6 +413,23 @@ def _loop(
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     watchers: dict[int, int] = {}  # pidfd -> pid
+    inherited = [lock]  # what a watcher closes: the server's own descriptors
+
+    def fork(child: Callable[[], None]) -> int:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                selector.close()
+                listener.close()
+                for fd in [*inherited, *watchers]:
+                    os.close(fd)
+                child()
+            finally:
+                os._exit(0)
+        return pid
+
+    spare = _Spare(fork, command)
+    inherited.append(spare.fileno())
     deadline = time.monotonic() + idle
     while True:
         timeout = None if watchers else deadline - time.monotonic()
@@ -425,18 +442,15 @@ def _loop(
                     _say(conn, b"stale\n")
                     conn.close()
                     return
-                pid = os.fork()
-                if pid == 0:
-                    try:
-                        selector.close()
-                        listener.close()
-                        os.close(lock)
-                        for fd in watchers:
-                            os.close(fd)
-                        _watch(conn, command)
-                    finally:
-                        os._exit(0)
+                pid = spare.hand(conn)
+                if pid is None:  # the spare is gone: a watcher of its own for this client
+                    spare.end()
+                    pid = fork(lambda: _watch(conn, _forked(conn, command)))
                 conn.close()
+                inherited.remove(spare.fileno())
+                spare.close()
+                spare = _Spare(fork, command)
+                inherited.append(spare.fileno())
                 pidfd = os.pidfd_open(pid)
                 watchers[pidfd] = pid
                 selector.register(pidfd, selectors.EVENT_READ)
@@ -448,6 +462,145 @@ def _loop(
             deadline = time.monotonic() + idle
 
 
+class _Spare:
+    """The next client's watcher, forked ahead with its command's process, which meanwhile
+    makes its CUDA context and loads the kernels (:func:`_warm_gpu`): a GPU run served by it
+    starts as a CPU run does. The server hands it the client's connection; closing our end
+    (the server leaves) ends both."""
+
+    def __init__(self, fork: Callable[[Callable[[], None]], int], command: Callable[[], int]) -> None:
+        import socket
+
+        self._ours, theirs = socket.socketpair()
+        self.pid = fork(lambda: (self._ours.close(), _spare_watcher(theirs, command)))
+        theirs.close()
+
+    def fileno(self) -> int:
+        return self._ours.fileno()
+
+    def hand(self, conn: socket.socket) -> int | None:
+        """Give the spare ``conn``; its pid, or None where it is gone."""
+        import socket
+
+        try:
+            socket.send_fds(self._ours, [b"c"], [conn.fileno()])
+        except OSError:
+            return None
+        return self.pid
+
+    def close(self) -> None:
+        self._ours.close()
+
+    def end(self) -> None:
+        """The spare failed: end and reap it."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.waitpid(self.pid, 0)
+
+
+def _spare_watcher(server: socket.socket, command: Callable[[], int]) -> None:
+    """A spare watcher: fork the command's process (it warms up, then waits for its request),
+    wait for a client's connection from the server, then watch as :func:`_watch` does."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            server.close()
+            ours.close()
+            _spare_command(theirs, command)
+        finally:
+            os._exit(1)
+    theirs.close()
+    try:
+        _, fds, _, _ = socket.recv_fds(server, 1, 1)
+    except OSError:
+        fds = []
+    server.close()
+    if not fds:  # the server left: so does the spare command (its request channel closes)
+        ours.close()
+        os.waitpid(pid, 0)
+        return
+
+    def start(request: bytes, streams: list[int]) -> int:
+        ours.sendall(_LENGTH.pack(len(request)) + request)
+        socket.send_fds(ours, [b"f"], streams)
+        return pid
+
+    _watch(socket.socket(fileno=fds[0]), start)
+
+
+def _spare_command(channel: socket.socket, command: Callable[[], int]) -> None:
+    """A spare command's process: warm up, then run the request that comes (never returns)."""
+    import json
+    import socket
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        _warm_gpu()
+    except Exception:
+        pass
+    try:
+        head = _exactly(channel, _LENGTH.size)
+        request = _exactly(channel, _LENGTH.unpack(head)[0])
+        _, fds, _, _ = socket.recv_fds(channel, 1, 3)
+    except OSError:
+        os._exit(0)
+    channel.close()
+    if len(fds) != 3:
+        os._exit(1)
+    _command(json.loads(request), fds, command)
+
+
+def _exactly(channel: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = channel.recv(size - len(data))
+        if not chunk:
+            raise OSError("closed")
+        data += chunk
+    return data
+
+
+def _warm_gpu() -> None:
+    """Make the CUDA context and load msa's kernels (the CUDA backend's construction), only
+    where CuPy is imported and the GPU is in the default compute mode (an idle context on an
+    exclusive GPU would keep every other process off it). Nothing runs on the CPU's threads
+    here: a command that forks (msa add's reading) must find no OpenMP pool made."""
+    if "cupy" not in sys.modules or not _gpu_shared():
+        return
+    import cupy
+
+    from msa._runtime.cuda_start import start_cuda
+    from msa.backends.cuda import CudaBackend
+
+    start_cuda()
+    if cupy.is_available():
+        CudaBackend()
+
+
+#: CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, and CU_COMPUTEMODE_DEFAULT.
+_COMPUTE_MODE, _DEFAULT_MODE = 20, 0
+
+
+def _gpu_shared() -> bool:
+    """Whether the first visible GPU takes contexts of many processes (the driver, by ctypes)."""
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+        device, mode = ctypes.c_int(), ctypes.c_int()
+        return (driver.cuInit(0) == 0 and driver.cuDeviceGet(ctypes.byref(device), 0) == 0
+                and driver.cuDeviceGetAttribute(ctypes.byref(mode), _COMPUTE_MODE, device) == 0
+                and mode.value == _DEFAULT_MODE)
+    except (OSError, AttributeError):
+        return False
+
+
 def _say(conn: socket.socket, line: bytes) -> None:
     try:
         conn.sendall(line)
@@ -455,10 +608,26 @@ def _say(conn: socket.socket, line: bytes) -> None:
         pass
 
 
-def _watch(conn: socket.socket, command: Callable[[], int]) -> None:
-    """The watcher: read the client's request, fork the command, tell the client its pid and
-    then its status; a client that goes away before the end has the command ended (SIGTERM)."""
-    import json
+def _forked(conn: socket.socket, command: Callable[[], int]) -> Callable[[bytes, list[int]], int]:
+    """How a watcher of ``conn`` starts a command's process of its own: a fork that runs the
+    request (without ``conn``: the client must see it close when the watcher ends)."""
+
+    def start(request: bytes, streams: list[int]) -> int:
+        import json
+
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            _command(json.loads(request), streams, command)
+        return pid
+
+    return start
+
+
+def _watch(conn: socket.socket, start: Callable[[bytes, list[int]], int]) -> None:
+    """The watcher: read the client's request, start its command (``start``: the request and
+    the client's three streams, giving the command's pid), tell the client the pid and then
+    the status; a client that goes away before the end has the command ended (SIGTERM)."""
     import select
     import socket
 
@@ -469,20 +638,10 @@ def _watch(conn: socket.socket, command: Callable[[], int]) -> None:
         head, fds, _, _ = socket.recv_fds(conn, _LENGTH.size, 3)
         if len(head) != _LENGTH.size or len(fds) != 3:
             return
-        size = _LENGTH.unpack(head)[0]
-        data = b""
-        while len(data) < size:
-            chunk = conn.recv(size - len(data))
-            if not chunk:
-                return
-            data += chunk
+        request = _exactly(conn, _LENGTH.unpack(head)[0])
+        pid = start(request, fds)
     except OSError:
         return
-    request = json.loads(data)
-    pid = os.fork()
-    if pid == 0:
-        conn.close()
-        _command(request, fds, command)
     for fd in fds:
         os.close(fd)
     conn.settimeout(None)

@@ -155,6 +155,20 @@ def test_a_client_killed_ends_its_command(served, tmp_path):
     assert _alive(pid)  # the server stays
 
 
+def test_a_run_is_served_when_the_spare_is_gone(served, tmp_path):
+    """The server keeps the next run's processes ready (the spare); killed, a run gets new ones."""
+    msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
+    pid = wait_for_server(served)
+    msa(served, "align", EXAMPLE, "-o", "b.fa", cwd=tmp_path)  # the spare of the first wait is used
+    children = lambda: Path(f"/proc/{pid}/task/{pid}/children").read_text().split()  # noqa: E731
+    _until(lambda: len(children()) == 1, 30)  # the last run's watcher has ended: the next spare is left
+    os.kill(int(children()[0]), signal.SIGKILL)
+    got = msa(served, "align", EXAMPLE, "-o", "c.fa", "-v", cwd=tmp_path)
+    assert got.returncode == 0 and b"run by msa's warm server" in got.stderr, got.stderr
+    assert (tmp_path / "c.fa").read_bytes() == (tmp_path / "a.fa").read_bytes()
+    assert _alive(pid)
+
+
 def test_the_server_leaves_when_idle(served, tmp_path):
     served["MSA_SERVER_IDLE"] = "1"
     msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
