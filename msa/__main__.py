@@ -80,7 +80,11 @@ def serve(path: str) -> None:
 
     def command() -> int:
         status = in_process()
-        flushed()
+        if not flushed():  # a thread still runs (the spare's GPU warm-up): the streams all the same
+            try:
+                _flush_streams()
+            except (OSError, ValueError):
+                pass
         return status
 
     server.serve(path, command)
@@ -97,12 +101,16 @@ def flushed() -> bool:
             import logging
 
             logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:  # None: the descriptor was closed before the start
-                stream.flush()
+        _flush_streams()
     except (OSError, ValueError):
         return False
     return True
+
+
+def _flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:  # None: the descriptor was closed before the start
+            stream.flush()
 
 
 if __name__ == "__main__":

@@ -538,12 +538,13 @@ def _spare_command(channel: socket.socket, command: Callable[[], int]) -> None:
     import json
     import socket
 
+    import threading
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
-    try:
-        _warm_gpu()
-    except Exception:
-        pass
+    # On a thread: a request that comes first (runs back to back) starts at once; a GPU run then
+    # waits for the context in the driver as it would for its own, a CPU run does not wait.
+    threading.Thread(target=_warm_gpu, name="msa-spare-gpu", daemon=True).start()
     try:
         head = _exactly(channel, _LENGTH.size)
         request = _exactly(channel, _LENGTH.unpack(head)[0])
@@ -570,17 +571,21 @@ def _warm_gpu() -> None:
     """Make the CUDA context and load msa's kernels (the CUDA backend's construction), only
     where CuPy is imported and the GPU is in the default compute mode (an idle context on an
     exclusive GPU would keep every other process off it). Nothing runs on the CPU's threads
-    here: a command that forks (msa add's reading) must find no OpenMP pool made."""
+    here: a command that forks (msa add's reading) must find no OpenMP pool made. Errors are
+    left to the command, whose own start reports them."""
     if "cupy" not in sys.modules or not _gpu_shared():
         return
-    import cupy
+    try:
+        import cupy
 
-    from msa._runtime.cuda_start import start_cuda
-    from msa.backends.cuda import CudaBackend
+        from msa._runtime.cuda_start import start_cuda
+        from msa.backends.cuda import CudaBackend
 
-    start_cuda()
-    if cupy.is_available():
-        CudaBackend()
+        start_cuda()
+        if cupy.is_available():
+            CudaBackend()
+    except Exception:
+        pass
 
 
 #: CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, and CU_COMPUTEMODE_DEFAULT.

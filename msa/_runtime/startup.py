@@ -75,12 +75,13 @@ COSTS: dict[str, Cost] = {
 
 
 #: The same for a command run by msa's warm server (msa._runtime.server), whose imports are
-#: done before it starts: a CPU run starts at once, a GPU run still makes its CUDA context and
-#: loads its kernels. Fitted the same way (session 23, served runs; docs/start-up.md): 3 of the
-#: 75 choices not the faster backend, 0.55 s lost in 61.4 s.
+#: done and whose CUDA context and kernels are made before it starts. Fitted the same way
+#: (session 23, served runs of 75 inputs on the H200 host, all threads; the threads' exponent
+#: kept from the served fit without the ready context): 20 of the 75 choices not the faster
+#: backend, near ties at 10^3 (0.96 s lost in 55.5 s; docs/start-up.md).
 SERVED_COSTS: dict[str, Cost] = {
-    "cpu": Cost(start=0.035, per_mb=1.346, per_1k_sequences=0.040, per_mb_length=3.7431, core_exponent=0.11),
-    "cuda": Cost(start=0.534, per_mb=0.670, per_1k_sequences=0.000),
+    "cpu": Cost(start=0.083, per_mb=1.263, per_1k_sequences=0.066, per_mb_length=3.242, core_exponent=0.11),
+    "cuda": Cost(start=0.245, per_mb=0.532, per_1k_sequences=0.000, per_mb_length=0.441),
 }
 
 
