@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import prange
 
+from msa._runtime.jit import njit
 from msa.alphabet import N_CODES
 from msa.params import GapCosts
-from msa.profile import GO, TGE, AlignBatch, block_counts, gap_vector, sequence_counts
+from msa.profile import GE, GO, N_COUNTS, TGE, TGO, AlignBatch, block_counts, gap_vector, sequence_counts
 from msa.seqdb import SeqDB, _ranges
 
 if TYPE_CHECKING:
@@ -117,20 +119,15 @@ def refine_many(
         widths_all = np.concatenate([p[1] for p in parts])
         col_off = np.concatenate(([0], np.cumsum(widths_all))).astype(np.int64)
         result = backend.profile_align(AlignBatch(
-            np.concatenate([t for p in parts for t in p[0]]), col_off, np.concatenate([p[2] for p in parts]), m,
+            np.concatenate([p[0] for p in parts]), col_off, np.concatenate([p[2] for p in parts]), m,
             np.repeat(np.stack([state.gaps for state, _ in proposals]), n_merges, axis=0), parents=False,
         ))
         maps = backend.to_host(result.maps).astype(np.int64)
         parent_widths = np.diff(np.asarray(backend.to_host(result.col_offsets), dtype=np.int64))
         merge = 0
-        for (state, _), (_, _, _, sides), k in zip(proposals, parts, n_merges):
-            new_cols = []
-            for j in range(k):
-                new = np.empty_like(state.cols)
-                for s in (2 * (merge + j), 2 * (merge + j) + 1):
-                    res, rank = sides[s - 2 * merge]
-                    new[res] = maps[col_off[s] : col_off[s + 1]][rank]
-                new_cols.append(new)
+        for (state, masks), (_, _, _, ranks), k in zip(proposals, parts, n_merges):
+            new_cols = _joined_columns(state.cols, state.row_of, masks, ranks, maps,
+                                       col_off[2 * merge : 2 * (merge + k) + 1])
             state.take(new_cols, parent_widths[merge : merge + k].tolist(), m)
             merge += k
     for f, state in zip(index, states):
@@ -146,6 +143,7 @@ class _Family:
         self.codes, self.offsets = db.codes, np.asarray(db.offsets, dtype=np.int64)
         self.n = len(db)
         self.weights = None if weights is None else np.asarray(weights, dtype=np.int64)
+        self.counted = np.ones(self.n, dtype=np.int64) if weights is None else self.weights  # what a row counts
         self.row_of = np.repeat(np.arange(self.n), np.diff(self.offsets))
         self.cols, self.width, self.tree, self.gaps, self.method = cols, width, tree, gaps, method
         self.rng = np.random.default_rng(seed)
@@ -169,31 +167,18 @@ class _Family:
         self.done = len(masks) == 0
         return masks
 
-    def sides(self, masks: np.ndarray):
-        """Both sides' tables of every split (their all-gap columns dropped), their widths and
-        sequence counts (by weight), and where each side's residues are and their columns in its table."""
-        lengths = np.diff(self.offsets)
-        tables, widths, n_seqs, sides = [], [], [], []
-        for mask in masks:
-            for side in (mask, ~mask):
-                res = side[self.row_of]
-                used = np.zeros(self.width, dtype=bool)
-                used[self.cols[res]] = True
-                rank = (np.cumsum(used) - 1)[self.cols[res]]
-                weights = None if self.weights is None else self.weights[side]
-                tables.append(block_counts(self.codes[res], np.concatenate(([0], np.cumsum(lengths[side]))), rank,
-                                           int(used.sum()), weights))
-                widths.append(int(used.sum()))
-                n_seqs.append(int(side.sum() if weights is None else weights.sum()))
-                sides.append((res, rank))
-        return tables, np.asarray(widths, dtype=np.int64), np.asarray(n_seqs, dtype=np.int64), sides
+    def sides(self, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Both sides' tables of every split (their all-gap columns dropped) laid end to end,
+        their widths and sequence counts (by weight), and each side's column of every column
+        of the alignment (-1 where it has no residue): :func:`_split_sides`."""
+        return _split_sides(self.codes, self.offsets, self.cols, self.width, masks, self.counted)
 
-    def take(self, new_cols: list[np.ndarray], new_widths: list[int], matrix: np.ndarray) -> None:
-        """Keep the best realignment if it raises the objective."""
+    def take(self, new_cols: np.ndarray, new_widths: list[int], matrix: np.ndarray) -> None:
+        """Keep the best realignment (``new_cols``, one row each) if it raises the objective."""
         scores = self.score(new_cols, new_widths, matrix)
         k = int(np.argmax(scores))
         if scores[k] > self.best:
-            self.cols, self.width, self.best = new_cols[k], new_widths[k], scores[k]
+            self.cols, self.width, self.best = np.ascontiguousarray(new_cols[k]), new_widths[k], scores[k]
             self.accepted += 1
             self.tried.clear()
 
@@ -310,7 +295,7 @@ def _aligned_pairs(codes, offsets, pairs, matrix, gaps, backend) -> tuple[np.nda
 def _score(codes, offsets, cols_list, widths, matrix, gaps, library) -> np.ndarray:
     """The objective of each alignment: consistency with a ``library``, else the sum of pairs."""
     if library is not None:
-        return np.array([consistency(c, library) for c in cols_list], dtype=np.int64)
+        return _consistencies(np.asarray(cols_list, dtype=np.int64).reshape(len(cols_list), -1), *library)
     tables = [block_counts(codes, offsets, c, w) for c, w in zip(cols_list, widths)]
     return sp_objective(np.concatenate(tables), np.concatenate(([0], np.cumsum(widths))), matrix, gaps)
 
@@ -347,3 +332,101 @@ def _candidates(
                 break
     tried.update(seen)
     return pool[np.asarray(out, dtype=np.int64)]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _split_sides(codes, offsets, cols, width, masks, counted):
+    """The two sides of every split of ``masks`` (bool ``(k, rows)``; side ``2j`` the rows of
+    split ``j``, side ``2j + 1`` the others), in one call: each side's profile table of its own
+    alignment, its all-gap columns dropped, laid end to end (int32 ``(total, N_COUNTS)``), as
+    :func:`msa.profile.block_counts` builds it with ``counted`` (int64, what each row counts:
+    its weight, or 1); the sides' widths and counted rows; and ``ranks`` (``(2k, width)``),
+    each side's column of every column of the alignment (-1 where it has no residue).
+    One thread a side; a refinement round's host work was this in NumPy, side by side (msa.refine)."""
+    k, n = masks.shape
+    sides = 2 * k
+    ranks = np.full((sides, width), -1, dtype=np.int64)
+    widths = np.zeros(sides, dtype=np.int64)
+    n_seqs = np.zeros(sides, dtype=np.int64)
+    for s in prange(sides):
+        inside = s % 2 == 0
+        used = np.zeros(width, dtype=np.bool_)
+        for i in range(n):
+            if masks[s // 2, i] == inside:
+                n_seqs[s] += counted[i]
+                for r in range(offsets[i], offsets[i + 1]):
+                    used[cols[r]] = True
+        w = 0
+        for c in range(width):
+            if used[c]:
+                ranks[s, c] = w
+                w += 1
+        widths[s] = w
+    col_off = np.zeros(sides + 1, dtype=np.int64)
+    for s in range(sides):
+        col_off[s + 1] = col_off[s] + widths[s]
+    out = np.zeros((col_off[sides], N_COUNTS), dtype=np.int64)
+    for s in prange(sides):
+        inside = s % 2 == 0
+        base, w = col_off[s], widths[s]
+        extend = np.zeros(w + 1, dtype=np.int64)  # inner extensions: + where a run's extension starts, - past it
+        terminal = np.zeros(w + 1, dtype=np.int64)  # terminal extensions, likewise
+        for i in range(n):
+            if masks[s // 2, i] != inside:
+                continue
+            c_w = counted[i]
+            first, last = ranks[s, cols[offsets[i]]], ranks[s, cols[offsets[i + 1] - 1]]
+            prev = -1
+            for r in range(offsets[i], offsets[i + 1]):
+                c = ranks[s, cols[r]]
+                out[base + c, codes[r]] += c_w
+                if prev >= 0 and c - prev > 1:  # an inner run: opened after the residue before
+                    out[base + prev + 1, GO] += c_w
+                    if c > prev + 2:
+                        extend[prev + 2] += c_w
+                        extend[c] -= c_w
+                prev = c
+            if first > 0:  # a leading run opens at column 0
+                out[base, TGO] += c_w
+                if first > 1:
+                    terminal[1] += c_w
+                    terminal[first] -= c_w
+            if last < w - 1:  # a trailing run opens after the last residue
+                out[base + last + 1, TGO] += c_w
+                if w > last + 2:
+                    terminal[last + 2] += c_w
+                    terminal[w] -= c_w
+        inner, term = 0, 0
+        for c in range(w):
+            inner += extend[c]
+            term += terminal[c]
+            out[base + c, GE] = inner
+            out[base + c, TGE] = term
+    return out.astype(np.int32), widths, n_seqs, ranks
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _joined_columns(cols, row_of, masks, ranks, maps, col_off):
+    """Each split's realigned alignment (``(k, residues)``): every residue's column in the
+    merge of its split's two sides, from the merges' column ``maps`` (``col_off``: where each
+    side's columns start in them, side ``2j`` the rows of split ``j``) and the sides' ``ranks``
+    (:func:`_split_sides`). One thread a split."""
+    k = masks.shape[0]
+    out = np.empty((k, cols.shape[0]), dtype=np.int64)
+    for j in prange(k):
+        for r in range(cols.shape[0]):
+            s = 2 * j + (0 if masks[j, row_of[r]] else 1)
+            out[j, r] = maps[col_off[s] + ranks[s, cols[r]]]
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _consistencies(cols, first, second):
+    """:func:`consistency` of each alignment (a row of ``cols``) with the library (``first``,
+    ``second``). One thread an alignment."""
+    out = np.zeros(cols.shape[0], dtype=np.int64)
+    for j in prange(cols.shape[0]):
+        for p in range(first.shape[0]):
+            if cols[j, first[p]] == cols[j, second[p]]:
+                out[j] += 1
+    return out
