@@ -102,7 +102,7 @@ def _folder() -> str | None:
     if runtime and os.path.isabs(runtime):
         folder = os.path.join(runtime, "msa")
     else:
-        folder = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"msa-{os.getuid()}")
+        folder = os.path.join(os.path.abspath(os.environ.get("TMPDIR") or "/tmp"), f"msa-{os.getuid()}")
     return folder if _private(folder) or not os.path.lexists(folder) else None
 
 
@@ -291,6 +291,7 @@ def serve(path: str, command: Callable[[], int]) -> None:
         pass
     if not _private(folder):
         return
+    os.chdir("/")  # not the first client's folder: the server would keep it busy (an unmount, a removal)
     lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -548,11 +549,11 @@ def _spare_command(channel: socket.socket, command: Callable[[], int]) -> None:
     try:
         head = _exactly(channel, _LENGTH.size)
         request = _exactly(channel, _LENGTH.unpack(head)[0])
-        _, fds, _, _ = socket.recv_fds(channel, 1, 3)
+        _, fds, _, _ = socket.recv_fds(channel, 1, 4)
     except OSError:
         os._exit(0)
     channel.close()
-    if len(fds) != 3:
+    if len(fds) != 4:
         os._exit(1)
     _command(json.loads(request), fds, command)
 
@@ -644,7 +645,11 @@ def _watch(conn: socket.socket, start: Callable[[bytes, list[int]], int]) -> Non
         if len(head) != _LENGTH.size or len(fds) != 3:
             return
         request = _exactly(conn, _LENGTH.unpack(head)[0])
-        pid = start(request, fds)
+        said, told = os.pipe()  # the command's status, told before its process ends
+        try:
+            pid = start(request, [*fds, told])
+        finally:
+            os.close(told)
     except OSError:
         return
     for fd in fds:
@@ -652,13 +657,21 @@ def _watch(conn: socket.socket, start: Callable[[bytes, list[int]], int]) -> Non
     conn.settimeout(None)
     _say(conn, f"pid {pid}\n".encode())
     pidfd = os.pidfd_open(pid)
-    watched = [conn, pidfd]
+    watched = [conn, pidfd, said]
     while True:
         ready, _, _ = select.select(watched, [], [])
-        if pidfd in ready:
+        if pidfd in ready:  # ended: its status from the kernel (a signal too)
             status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
             _say(conn, f"signal {-status}\n".encode() if status < 0 else f"exit {status}\n".encode())
             return
+        if said in ready:
+            told_status = os.read(said, 16)
+            watched.remove(said)
+            if told_status.endswith(b"\n"):  # done: the client goes; the process ends meanwhile
+                _say(conn, b"exit " + told_status)
+                os.waitpid(pid, 0)
+                return
+            continue  # closed without a status: ended by a signal, which its pidfd tells
         try:
             gone = not conn.recv(64)
         except OSError:
@@ -672,13 +685,15 @@ def _watch(conn: socket.socket, start: Callable[[bytes, list[int]], int]) -> Non
 
 
 def _command(request: dict[str, Any], fds: list[int], command: Callable[[], int]) -> None:
-    """The command's process: the client's streams, folder, environment and umask, then the
-    command as ``msa`` runs it in a process of its own; never returns."""
+    """The command's process: the client's streams (``fds[:3]``), folder, environment and
+    umask, then the command as ``msa`` runs it in a process of its own; never returns. Its
+    status goes to the watcher through ``fds[3]`` before the process ends, its streams closed,
+    so the client need not wait for the process's teardown (a CUDA context's, ~tens of ms)."""
     status = 1
     try:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        for target, fd in enumerate(fds):
+        for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
             os.close(fd)
         try:
@@ -699,4 +714,10 @@ def _command(request: dict[str, Any], fds: list[int], command: Callable[[], int]
         pipeline.threads_sleep_when_idle()
         status = command()
     finally:
+        try:
+            for fd in (0, 1, 2):
+                os.close(fd)
+            os.write(fds[3], f"{status & 0xFF}\n".encode())
+        except OSError:
+            pass
         os._exit(status)
