@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from fits import nnls_relative
 
-from msa._runtime.server import OFF
+from msa._runtime.client import OFF
 from msa._runtime.startup import MB, Cost, count_sequences, host_threads, input_bytes
 
 

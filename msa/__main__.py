@@ -47,14 +47,14 @@ def run() -> NoReturn:
     exit, msa.cli.app), after the outputs were whole, so the process ends by ``os._exit`` once
     the command is done and :func:`flushed`; otherwise by the usual ``sys.exit``. :func:`main`
     itself returns, for callers in Python."""
-    from msa._runtime import server
+    from msa._runtime import client
     from msa._runtime.interrupts import process_handlers
 
     process_handlers()  # a signal before the command started: one line, 130 or 143
-    status = server.client(sys.argv)
+    status = client.client(sys.argv)
     if status is None:
         status = in_process()
-        server.start_server(status)
+        client.start_server(status)
         if not flushed():
             sys.exit(status)
     os._exit(status)
@@ -74,7 +74,7 @@ def in_process() -> int:
 
 
 def serve(path: str) -> None:
-    """A warm server's process (started by :func:`msa._runtime.server.start_server`): each
+    """A warm server's process (started by :func:`msa._runtime.client.start_server`): each
     client's command is :func:`in_process`, its streams flushed."""
     from msa._runtime import server
 

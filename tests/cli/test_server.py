@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from msa._runtime import server
+from msa._runtime import client, server
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
@@ -184,21 +184,21 @@ def test_the_socket_names_the_install_and_the_environment(monkeypatch, tmp_path)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("MSA_SERVER", "on")
     argv = ["msa", "align", "in.fa", "-o", "out.fa"]
-    first = server.address(argv)
+    first = client.address(argv)
     assert first is not None and first.startswith(str(runtime / "msa") + os.sep)
     monkeypatch.setenv("SOME_OTHER_VARIABLE", "1")
-    assert server.address(argv) == first  # the command's own settings do not matter
+    assert client.address(argv) == first  # the command's own settings do not matter
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
-    assert server.address(argv) != first  # read when Numba loads: another server
+    assert client.address(argv) != first  # read when Numba loads: another server
     for other in (["msa", "--version"], ["msa"], ["msa", "align", "x", "--workers", "2"],
                   ["msa", "align", "x", "--gpus=2"], ["msa", "align", "x", "--scheduler", "tcp://h:1"]):
-        assert server.address(other) is None
+        assert client.address(other) is None
     monkeypatch.setenv("MSA_SERVER", "off")
-    assert server.address(argv) is None
+    assert client.address(argv) is None
     monkeypatch.setenv("MSA_SERVER", "on")
     runtime.chmod(0o755)
     (runtime / "msa").mkdir(mode=0o755)  # a folder others may enter: no server
-    assert server.address(argv) is None
+    assert client.address(argv) is None
 
 
 def test_a_changed_file_makes_the_server_stale(tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 MSA = Path(__file__).resolve().parents[2] / "msa"
 #: The machinery that starts a run fast and safely (the jit cache, precompile, the backend's
 #: start, forked reading, interrupts): it lives in msa/_runtime/, apart from the pipeline.
-RUNTIME = ("jit", "precompile", "_precompile", "startup", "forked", "interrupts", "server")
+RUNTIME = ("jit", "precompile", "_precompile", "startup", "forked", "interrupts", "server", "client")
 
 
 def _modules() -> dict[str, Path]:
