@@ -108,6 +108,21 @@ def test_a_served_run_writes_what_a_run_of_its_own_writes(served, tmp_path):
     assert piped.stdout == (tmp_path / "own.fa").read_bytes()
 
 
+def test_add_merge_and_tree_served(served, tmp_path):
+    """The other commands a server runs (``add`` and ``merge`` read in a forked child of theirs)."""
+    lines = EXAMPLE.read_bytes().splitlines(keepends=True)
+    (tmp_path / "a.fa").write_bytes(b"".join(lines[:200]))
+    (tmp_path / "b.fa").write_bytes(b"".join(lines[200:]))
+    msa(served, "align", "a.fa", "-o", "a.aln", "-q", cwd=tmp_path)
+    wait_for_server(served)
+    msa(served, "align", "b.fa", "-o", "b.aln", "-q", cwd=tmp_path)
+    alone = {**served, "MSA_SERVER": "off"}
+    for args in (["add", "a.aln", "b.fa"], ["merge", "a.aln", "b.aln"], ["tree", EXAMPLE]):
+        got, want = (msa(env, *args, cwd=tmp_path) for env in (served, alone))
+        assert got.returncode == want.returncode == 0, got.stderr
+        assert got.stdout == want.stdout and got.stdout
+
+
 def test_errors_and_statuses_are_the_commands(served, tmp_path):
     msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
     wait_for_server(served)
