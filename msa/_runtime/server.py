@@ -245,7 +245,12 @@ class _Spare:
         import socket
 
         self._ours, theirs = socket.socketpair()
-        self.pid = fork(lambda: (self._ours.close(), _spare_watcher(theirs, command)))
+
+        def watcher() -> None:
+            self._ours.close()
+            _spare_watcher(theirs, command)
+
+        self.pid = fork(watcher)
         theirs.close()
 
     def fileno(self) -> int:
@@ -310,7 +315,6 @@ def _spare_command(channel: socket.socket, command: Callable[[], int]) -> None:
     """A spare command's process: warm up, then run the request that comes (never returns)."""
     import json
     import socket
-
     import threading
 
     for sig in (signal.SIGTERM, signal.SIGINT):
