@@ -61,6 +61,8 @@ def serve(path: str, command: Callable[[], int]) -> None:
         os.mkdir(folder, 0o700)
     except FileExistsError:
         pass
+    except OSError:  # no folder can be made (a read-only /tmp): no server
+        return
     if not private(folder):
         return
     os.chdir("/")  # not the first client's folder: the server would keep it busy (an unmount, a removal)
