@@ -163,7 +163,10 @@ def _served(sock: socket.socket, argv: list[str], cwd: str, relay: _Relay) -> in
     pid = int(words[1])
     sock.settimeout(None)
     relay.to(pid)
-    words = reader.readline().split()
+    try:  # from here the command runs: it is never run again in this process
+        words = reader.readline().split()
+    except OSError:
+        words = []
     if len(words) == 2 and words[0] == b"exit":
         return int(words[1])
     if len(words) == 2 and words[0] == b"signal":  # the command was killed: so is the client

@@ -170,6 +170,29 @@ def test_a_client_killed_ends_its_command(served, tmp_path):
     assert _alive(pid)  # the server stays
 
 
+def test_a_watcher_killed_ends_the_run_once(served, tmp_path):
+    """The server's side of a run gone mid-run: the client says so and exits 1, the command is
+    ended (it removes its temporary file), and nothing runs it a second time."""
+    msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
+    server_pid = wait_for_server(served)
+    proc = subprocess.Popen([sys.executable, "-m", "msa", "align", EXAMPLE, "-o", "out.fa", "--refine", "100000"],
+                            env=served, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    part = lambda: [p.name for p in tmp_path.iterdir() if p.name not in ("a.fa", "runtime")]  # noqa: E731
+
+    def command() -> int | None:  # the server's grandchild working in tmp_path
+        for watcher in Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split():
+            for pid in Path(f"/proc/{watcher}/task/{watcher}/children").read_text().split():
+                if os.path.realpath(f"/proc/{pid}/cwd") == str(tmp_path.resolve()):
+                    return int(watcher)
+        return None
+
+    _until(lambda: part() != [] and command() is not None, 120)
+    os.kill(command(), signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and err.startswith(b"msa: error: the msa server ended during the run"), err
+    _until(lambda: part() == [], 60)  # the command stopped (its own "msa: interrupted" may follow)
+
+
 def test_a_run_is_served_when_the_spare_is_gone(served, tmp_path):
     """The server keeps the next run's processes ready (the spare); killed, a run gets new ones."""
     msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
