@@ -216,7 +216,7 @@ def sp_objective(counts: np.ndarray, col_offsets: np.ndarray, matrix: np.ndarray
 
 def consistency(columns: np.ndarray, library: tuple[np.ndarray, np.ndarray]) -> int:
     """How many of the ``library``'s residue pairs (indices into the residues) share a column."""
-    return int(np.count_nonzero(columns[library[0]] == columns[library[1]]))
+    return int(_consistencies(np.asarray(columns, dtype=np.int64)[None], *library)[0])
 
 
 def tree_splits(tree: GuideTree) -> np.ndarray:

@@ -121,15 +121,12 @@ def _warm() -> None:
 
     import msa
     from msa._runtime.bytecode import keep_bytecode
-    from msa._runtime.startup import _ProbeBlock, _skip_numba_extensions, _typeof_without_numpy_ma
+    from msa._runtime.startup import _ProbeBlock, _skip_numba_extensions, import_pipeline
 
     keep_bytecode()
     block = _ProbeBlock()
     try:
-        import numba  # noqa: F401
-
-        _typeof_without_numpy_ma()
-        import msa.pipeline  # noqa: F401
+        import_pipeline()
     finally:
         block.release()
     _skip_numba_extensions()
@@ -375,8 +372,10 @@ def _gpu_shared() -> bool:
     """Whether the first visible GPU takes contexts of many processes (the driver, by ctypes)."""
     import ctypes
 
+    from msa._runtime.cuda_start import _DRIVER_LIBRARY
+
     try:
-        driver = ctypes.CDLL("libcuda.so.1")
+        driver = ctypes.CDLL(_DRIVER_LIBRARY)
         device, mode = ctypes.c_int(), ctypes.c_int()
         return (driver.cuInit(0) == 0 and driver.cuDeviceGet(ctypes.byref(device), 0) == 0
                 and driver.cuDeviceGetAttribute(ctypes.byref(mode), _COMPUTE_MODE, device) == 0

@@ -270,10 +270,7 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
     what failed there."""
     try:
         try:
-            import numba  # noqa: F401
-
-            _typeof_without_numpy_ma()  # before the pipeline's import, which the main thread waits for
-            import msa.pipeline  # noqa: F401  (the tree, progressive and CPU backend modules)
+            import_pipeline()
             from msa.backends.cpu import first_compiled_call
         except BaseException as exc:
             global import_failure
@@ -292,6 +289,16 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
         pass
     finally:
         block.release()
+
+
+def import_pipeline() -> None:
+    """Numba, then the pipeline's modules (the tree, progressive and CPU backend modules), with
+    arrays typed without numpy.ma from the start (:func:`_typeof_without_numpy_ma`); the
+    background start and a warm server (msa._runtime.server) import them so."""
+    import numba  # noqa: F401
+
+    _typeof_without_numpy_ma()
+    import msa.pipeline  # noqa: F401
 
 
 def _skip_numba_extensions() -> None:
