@@ -247,3 +247,34 @@ def test_families_refined_together_are_refined_alone():
     assert [(c.tolist(), w, a) for c, w, a in together] == [(c.tolist(), w, a) for c, w, a in alone]
     assert sum(a for _, _, a in together) > 0
     assert shared <= 6 < len(calls) - shared
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_split_sides_are_block_counts_of_each_side(seed):
+    """The compiled sides of a round (msa.refine._split_sides) against block_counts, the
+    tables' definition, side by side: each side's rows, their all-gap columns dropped."""
+    from msa.refine import _split_sides
+
+    rng = np.random.default_rng(seed)
+    n, w = int(rng.integers(3, 12)), int(rng.integers(2, 30))
+    _, codes, offsets, cols = _random_alignment(rng, n, w)
+    masks = rng.random((5, n)) < 0.5
+    masks[:, 0], masks[:, 1] = True, False  # both sides of every split hold a row
+    counted = rng.integers(1, 5, n) if seed % 2 else np.ones(n, dtype=np.int64)
+    tables, widths, n_seqs, ranks = _split_sides(codes.astype(np.uint8), offsets, cols.astype(np.int64), w, masks,
+                                                 counted)
+    row_of = np.repeat(np.arange(n), np.diff(offsets))
+    at = 0
+    for s in range(2 * len(masks)):
+        side = masks[s // 2] if s % 2 == 0 else ~masks[s // 2]
+        res = side[row_of]
+        used = np.zeros(w, dtype=bool)
+        used[cols[res]] = True
+        rank = np.where(used, np.cumsum(used) - 1, -1)
+        want = block_counts(codes[res], np.concatenate(([0], np.cumsum(np.diff(offsets)[side]))), rank[cols[res]],
+                            int(used.sum()), counted[side])
+        assert widths[s] == used.sum() and n_seqs[s] == counted[side].sum()
+        assert ranks[s].tolist() == rank.tolist()
+        assert tables[at : at + widths[s]].tolist() == want.tolist()
+        at += widths[s]
+    assert at == len(tables)
