@@ -136,61 +136,69 @@ def test_errors_and_statuses_are_the_commands(served, tmp_path):
     assert not (tmp_path / "x.fa").exists()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_reaches_the_command(served, tmp_path, sig):
+@pytest.fixture
+def waiting(tmp_path: Path):
+    """An input that makes a run wait: a FIFO the test holds open and never writes, so the
+    command is still reading it when the test acts, however fast the machine."""
+    fifo = tmp_path / "in.fa"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDWR)  # a writer that never writes: the command's read blocks
+    yield fifo
+    os.close(fd)
+
+
+def command_of(server_pid: int, cwd: Path) -> tuple[int, int] | None:
+    """(watcher, command) of the server's run working in ``cwd`` (the spare's works in /)."""
+    for watcher in Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split():
+        for pid in Path(f"/proc/{watcher}/task/{watcher}/children").read_text().split():
+            try:
+                if os.path.realpath(f"/proc/{pid}/cwd") == str(cwd.resolve()):
+                    return int(watcher), int(pid)
+            except OSError:
+                continue
+    return None
+
+
+def start_waiting(served, tmp_path, fifo, **kw) -> tuple[subprocess.Popen, int, tuple[int, int]]:
+    """A served run reading ``fifo``: (its client, the server's pid, (watcher, command))."""
     msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
-    wait_for_server(served)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "msa", "align", EXAMPLE, "-o", "out.fa", "--refine", "100000", "-v"], env=served,
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    lines = b""
-    while b"msa: aligning profiles (" not in lines:  # the command is refining
-        line = proc.stderr.readline()
-        assert line, lines
-        lines += line
+    server_pid = wait_for_server(served)
+    proc = subprocess.Popen([sys.executable, "-m", "msa", "align", fifo.name, "-o", "out.fa"], env=served,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+    _until(lambda: command_of(server_pid, tmp_path) is not None, 120)
+    return proc, server_pid, command_of(server_pid, tmp_path)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_reaches_the_command(served, tmp_path, waiting, sig):
+    proc, _, (_, command) = start_waiting(
+        served, tmp_path, waiting, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig
-    assert err.endswith(b"msa: interrupted\n")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fa", "runtime"]
+    assert err.endswith(b"msa: interrupted\n"), err
+    _until(lambda: not _alive(command), 60)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fa", "in.fa", "runtime"]
 
 
-def test_a_client_killed_ends_its_command(served, tmp_path):
-    msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
-    pid = wait_for_server(served)
-    proc = subprocess.Popen([sys.executable, "-m", "msa", "align", EXAMPLE, "-o", "out.fa", "--refine", "100000"],
-                            env=served, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    part = lambda: [p.name for p in tmp_path.iterdir() if p.name not in ("a.fa", "runtime")]  # noqa: E731
-    _until(lambda: part() != [], 120)  # the command made its temporary output
+def test_a_client_killed_ends_its_command(served, tmp_path, waiting):
+    proc, server_pid, (_, command) = start_waiting(served, tmp_path, waiting)
     proc.kill()
     proc.wait()
-    _until(lambda: part() == [], 60)  # ended by the watcher: it removed its temporary file
-    assert _alive(pid)  # the server stays
+    _until(lambda: not _alive(command), 60)  # ended by its watcher
+    assert _alive(server_pid)  # the server stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fa", "in.fa", "runtime"]
 
 
-def test_a_watcher_killed_ends_the_run_once(served, tmp_path):
+def test_a_watcher_killed_ends_the_run_once(served, tmp_path, waiting):
     """The server's side of a run gone mid-run: the client says so and exits 1, the command is
-    ended (it removes its temporary file), and nothing runs it a second time."""
-    msa(served, "align", EXAMPLE, "-o", "a.fa", cwd=tmp_path)
-    server_pid = wait_for_server(served)
-    proc = subprocess.Popen([sys.executable, "-m", "msa", "align", EXAMPLE, "-o", "out.fa", "--refine", "100000"],
-                            env=served, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    part = lambda: [p.name for p in tmp_path.iterdir() if p.name not in ("a.fa", "runtime")]  # noqa: E731
-
-    def command() -> int | None:  # the server's grandchild working in tmp_path
-        for watcher in Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split():
-            for pid in Path(f"/proc/{watcher}/task/{watcher}/children").read_text().split():
-                if os.path.realpath(f"/proc/{pid}/cwd") == str(tmp_path.resolve()):
-                    return int(watcher)
-        return None
-
-    _until(lambda: part() != [] and command() is not None, 120)
-    os.kill(command(), signal.SIGKILL)
+    ended, and nothing runs it a second time (the client does not read the input itself)."""
+    proc, _, (watcher, command) = start_waiting(served, tmp_path, waiting)
+    os.kill(watcher, signal.SIGKILL)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and err.startswith(b"msa: error: the msa server ended during the run"), err
-    _until(lambda: part() == [], 60)  # the command stopped (its own "msa: interrupted" may follow)
+    _until(lambda: not _alive(command), 60)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fa", "in.fa", "runtime"]
 
 
 def test_a_run_is_served_when_the_spare_is_gone(served, tmp_path):
