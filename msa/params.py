@@ -68,6 +68,12 @@ WEIGHT_SCALE = 4
 #: counts are ~WEIGHT_SCALE times its sequences, and the DP's int64 scores grow with the product
 #: of two profiles' counts; up to here they stay below those of an unweighted 2.6 x 10^5.
 WEIGHTS_MAX_SEQUENCES = 1 << 16
+#: ``--consistency N`` (msa.consistency): the merges whose two sides both hold at least this
+#: many sequences get N x N sampled pairwise alignments, whose agreement adds CONSISTENCY_WEIGHT
+#: x the matrix's mean identity score x na x nb to a cell (balifam1000: minimum sides 8, 16, 32
+#: and weights 0.25-2 measured; docs/accuracy.md).
+CONSISTENCY_MIN_SIDE = 16
+CONSISTENCY_WEIGHT = 1.0
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,9 @@ class AlignParams:
     #: Iterative refinement after the progressive stage (msa.refine): ``off``, a number of
     #: rounds, or ``auto`` (REFINE_AUTO_ROUNDS rounds up to REFINE_AUTO_MAX distinct sequences).
     refine: str = "auto"
+    #: Consistency at the top merges (msa.consistency): sequences drawn from each side of every
+    #: merge of two large clusters, 0 for none.
+    consistency: int = 0
     seed: int = 0
     threads: int = 0
     device: Device = "auto"
@@ -217,6 +226,8 @@ class AlignParams:
             raise ValueError(f"unknown weights {self.weights!r}; choose {', '.join(WEIGHTS)}")
         if self.gzip_level not in range(1, 10):
             raise ValueError(f"gzip level must be 1 to 9, got {self.gzip_level}")
+        if self.consistency < 0:
+            raise ValueError(f"consistency must be a number of sequences or off, got {self.consistency}")
         if self.refine not in REFINE_MODES and not (self.refine.isdigit() and self.refine.isascii()):
             raise ValueError(f"refine must be a number of rounds, {' or '.join(REFINE_MODES)}; got {self.refine!r}")
 

@@ -99,7 +99,8 @@ def align_prepared(
     matrix = load_matrix(params.matrix)
     gaps = gap_costs(params, len(family.db))
     weights = family_weights(tree, params)
-    aligned = [progressive_align(family.unique, tree, matrix, gaps, backend, weights)]
+    library = family_library(family.unique, tree, matrix, params, backend)
+    aligned = [progressive_align(family.unique, tree, matrix, gaps, backend, weights, library)]
     [(columns, width)] = refine_stage([family.unique], aligned, [tree], matrix, [gaps], backend, params, [weights])
     return family.aligned(columns, width)
 
@@ -146,11 +147,23 @@ def align_families(
         gaps = [gap_costs(params, len(families[f].db)) for f in members]
         matrix = load_matrix(params.matrix)
         weights = [family_weights(tree, params) for tree in trees]
-        aligned = progressive_align_many(uniques, trees, matrix, gaps, backend, weights)
+        libraries = [family_library(db, tree, matrix, params, backend) for db, tree in zip(uniques, trees)]
+        aligned = progressive_align_many(uniques, trees, matrix, gaps, backend, weights, libraries)
         aligned = refine_stage(uniques, aligned, trees, matrix, gaps, backend, params, weights)
         for f, (columns, width) in zip(members, aligned):
             out[f] = families[f].aligned(columns, width)
     return out  # type: ignore[return-value]
+
+
+def family_library(db: SeqDB, tree: GuideTree, matrix: np.ndarray, params: AlignParams, backend: Backend):
+    """The consistency library of a family's top merges (msa.consistency), or None when
+    ``params.consistency`` is off."""
+    if not params.consistency or len(db) < 2:
+        return None
+    from msa.consistency import top_library
+    from msa.profile import gap_vector
+
+    return top_library(db, tree, matrix, gap_vector(gap_costs(params, 2)), backend, params.consistency, params.seed)
 
 
 def refine_stage(

@@ -28,15 +28,18 @@ import numpy as np
 from msa.progress import current
 from msa.profile import N_COUNTS, AlignBatch, gap_vector, sequence_counts
 from msa.params import GapCosts
+from msa.consistency import TopLibrary
 from msa.seqdb import SeqDB, _ranges
 from msa.tree.guide_tree import GuideTree
 
 
 def progressive_align(
-    db: SeqDB, tree: GuideTree, matrix: np.ndarray, gaps: GapCosts, backend, weights: np.ndarray | None = None
+    db: SeqDB, tree: GuideTree, matrix: np.ndarray, gaps: GapCosts, backend, weights: np.ndarray | None = None,
+    library: TopLibrary | None = None,
 ) -> tuple[np.ndarray, int]:
     """Align ``db`` along ``tree``, sequence ``i`` counting ``weights[i]`` times in every profile
-    (integers, msa.tree.weights; None: once, as in FAMSA).
+    (integers, msa.tree.weights; None: once, as in FAMSA), the top merges biased by ``library``
+    (msa.consistency; None: no bias).
 
     Returns ``(columns, width)``: ``columns`` is int64 in ``db.codes`` layout,
     the final alignment column of every residue.
@@ -53,15 +56,15 @@ def progressive_align(
         >>> gapped_rows(db, cols, width).view("S3").ravel().tolist()
         [b'MKV', b'MV-']
     """
-    return progressive_align_many([db], [tree], matrix, [gaps], backend, [weights])[0]
+    return progressive_align_many([db], [tree], matrix, [gaps], backend, [weights], [library])[0]
 
 
 def progressive_align_many(
     dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend,
-    weights: Sequence[np.ndarray | None] | None = None,
+    weights: Sequence[np.ndarray | None] | None = None, libraries: Sequence[TopLibrary | None] | None = None,
 ) -> list[tuple[np.ndarray, int]]:
     """Align many families, each along its own tree with its own gap costs (and sequence
-    ``weights``, one array or None per family), in shared launches.
+    ``weights`` and consistency ``libraries``, one or None per family), in shared launches.
 
     The trees form one forest: combined level ``k`` holds every family's level-``k``
     merges, so the backend gets as many ``profile_align`` calls (and gathers and
@@ -83,7 +86,8 @@ def progressive_align_many(
         >>> [(cols.tolist(), width) for cols, width in out]
         [([0, 1, 2, 0, 1], 3), ([0, 1], 2)]
     """
-    return [(columns, width) for columns, width, _ in _progressive(dbs, trees, matrix, gaps, backend, weights, False)]
+    return [(columns, width) for columns, width, _ in
+            _progressive(dbs, trees, matrix, gaps, backend, weights, False, libraries)]
 
 
 def progressive_profiles(
@@ -99,9 +103,12 @@ def progressive_profiles(
 
 def _progressive(
     dbs: Sequence[SeqDB], trees: Sequence[GuideTree], matrix: np.ndarray, gaps: Sequence[GapCosts], backend,
-    weights: Sequence[np.ndarray | None] | None, profiles: bool,
+    weights: Sequence[np.ndarray | None] | None, profiles: bool, libraries: Sequence[TopLibrary | None] | None = None,
 ) -> list[tuple[np.ndarray, int, np.ndarray | None]]:
     weights = [None] * len(dbs) if weights is None else list(weights)
+    libraries = [None] * len(dbs) if libraries is None else list(libraries)
+    if profiles and any(lib is not None and lib.n_pairs for lib in libraries):
+        raise ValueError("consistency libraries are for whole families, not for profiles of subtrees")
     if not len(dbs) == len(trees) == len(gaps) == len(weights):
         raise ValueError(f"{len(dbs)} families, {len(trees)} trees, {len(gaps)} gap costs and {len(weights)} weights")
     for db, tree, w in zip(dbs, trees, weights):
@@ -110,7 +117,7 @@ def _progressive(
     done: dict[int, tuple[np.ndarray, int, np.ndarray | None]] = {}
     if merged:
         forest = _Forest.of([dbs[f] for f in merged], [trees[f] for f in merged], [gaps[f] for f in merged],
-                            [weights[f] for f in merged])
+                            [weights[f] for f in merged], [libraries[f] for f in merged])
         columns, widths, tables = _align_forest(forest, matrix, backend, profiles)
         for i, f in enumerate(merged):
             table = None if tables is None else tables[i]
@@ -187,7 +194,8 @@ class _Forest:
     joins ``children[k]`` (family ``f``'s merges in its tree's order, after those of the
     families before it), at scheduling level ``levels[k]`` with gap vector ``gaps[k]``.
     ``roots[f]`` is family ``f``'s root; its residues are ``codes[code_off[f]:code_off[f + 1]]``.
-    Leaf ``i`` counts ``weights[i]`` times in its profiles.
+    Leaf ``i`` counts ``weights[i]`` times in its profiles; ``library`` biases the top merges
+    (msa.consistency, the families' libraries joined).
     """
 
     codes: np.ndarray
@@ -198,6 +206,7 @@ class _Forest:
     gaps: np.ndarray
     roots: np.ndarray
     code_off: np.ndarray
+    library: TopLibrary
 
     @property
     def n(self) -> int:
@@ -210,7 +219,7 @@ class _Forest:
     @classmethod
     def of(
         cls, dbs: Sequence[SeqDB], trees: Sequence[GuideTree], gaps: Sequence[GapCosts],
-        weights: Sequence[np.ndarray | None],
+        weights: Sequence[np.ndarray | None], libraries: Sequence[TopLibrary | None] | None = None,
     ) -> "_Forest":
         sizes = np.array([len(db) for db in dbs], dtype=np.int64)
         n = int(sizes.sum())
@@ -231,9 +240,12 @@ class _Forest:
             np.ones(s, dtype=np.int64) if w is None else np.asarray(w, dtype=np.int64)
             for w, s in zip(weights, sizes.tolist())
         ])
+        libs = [TopLibrary.empty(s - 1) if lib is None else lib
+                for lib, s in zip(libraries or [None] * len(dbs), sizes.tolist())]
         return cls(
             joined.codes, joined.offsets, leaf_weights, children, np.concatenate([t.levels() for t in trees]),
             merge_gaps, n + node_off[1:] - 1, code_off,
+            libs[0] if len(libs) == 1 else TopLibrary.joined(libs, code_off[:-1], leaf_off[:-1]),
         )
 
 
@@ -357,11 +369,15 @@ def _align_forest(
     sides = _Sides(backend)
     if not profiles and backend.align_forest is None and sides.hybrid and _host_stage_first(forest):
         backend = sides.backend(1)  # the host's one call
+    if forest.library.n_pairs and backend.align_forest is None:
+        from msa.backends.cpu import CpuBackend
+
+        backend = CpuBackend()  # the top merges' bonuses are built between its levels, on the host
     if not profiles and backend.align_forest is not None:
         with current().stage("aligning profiles", total=len(forest.children)) as advance:
             columns, widths = backend.align_forest(
                 forest.codes, forest.offsets, forest.weights, forest.children, forest.levels, forest.gaps, matrix,
-                advance)
+                advance, library=forest.library.arrays)
         return columns, widths[forest.roots], None
     order = np.argsort(forest.levels, kind="stable")
     bounds = np.flatnonzero(np.diff(forest.levels[order])) + 1

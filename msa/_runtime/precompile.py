@@ -135,7 +135,7 @@ def align_cli(x: Inputs) -> None:
         for fmt, name in (("fasta", "out.fa"), ("fasta", "out.fa.gz"), ("a3m", "out.a3m")):
             result = align_file(source, str(x.folder / name), x.base, x.cpu, fmt)
             assert result.status == "done", result.error
-        for options in ({}, {"keep_duplicates": True}):
+        for options in ({}, {"keep_duplicates": True}, {"consistency": 4}):
             aligned = align_db(read_fasta(source), x.base.with_(**options), x.cpu)
             for fmt in FORMATS:  # the block writer (pipes, stdout) and every other format's
                 with contextlib.suppress(ValueError):  # strict PHYLIP refuses some names

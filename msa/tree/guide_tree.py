@@ -149,6 +149,22 @@ def leaf_counts(children: np.ndarray, n_leaves: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def subtree_spans(children: np.ndarray, n_leaves: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, start, size)``: the leaves left to right (GuideTree.leaf_order's order), and each
+    node's leaves as ``order[start[v]:start[v] + size[v]]``."""
+    size = leaf_counts(children, n_leaves)
+    start = np.zeros(n_leaves + len(children), dtype=np.int64)
+    for k in range(len(children) - 1, -1, -1):
+        a, b = children[k, 0], children[k, 1]
+        start[a] = start[n_leaves + k]
+        start[b] = start[n_leaves + k] + size[a]
+    order = np.empty(n_leaves, dtype=np.int64)
+    for i in range(n_leaves):
+        order[start[i]] = i
+    return order, start, size
+
+
+@njit(cache=True, nogil=True)
 def subtree_labels(children: np.ndarray, n_leaves: int, roots: np.ndarray) -> np.ndarray:
     """For every node, the index in ``roots`` of the subtree it is in (-1 above them): each
     node passes its label to its children, parents first (children are smaller ids)."""

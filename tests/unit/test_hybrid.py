@@ -172,9 +172,9 @@ def test_the_whole_stage_on_the_host_where_the_model_says(monkeypatch) -> None:
 
     class Counted(Host):
         @staticmethod
-        def align_forest(*args):
+        def align_forest(*args, **kw):
             calls.append(1)
-            return CpuBackend.align_forest(*args)
+            return CpuBackend.align_forest(*args, **kw)
 
     monkeypatch.setattr(msa.backends.cpu, "CpuBackend", Counted)
     rng = np.random.default_rng(4)

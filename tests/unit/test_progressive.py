@@ -7,7 +7,7 @@ import pytest
 
 from msa.alphabet import ALPHABET, load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.backends.cpu.align import NEG_INF, align_batch, dp_path
+from msa.backends.cpu.align import NEG_INF, NO_BONUS, align_batch, dp_path
 from msa.params import AlignParams, GapCosts, gap_costs
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, gap_counts_from_rows
 from msa.progressive import progressive_align, progressive_align_many
@@ -224,7 +224,7 @@ def test_dp_matches_plain_reference(seed):
     c1, _, _ = random_profile(rng, n1, int(rng.integers(1, 8)))
     c2, _, _ = random_profile(rng, n2, int(rng.integers(1, 8)))
     path = np.empty(len(c1) + len(c2), dtype=np.uint8)
-    length, best = dp_path(c1, n1, c2, n2, MATRIX, G, seqseq, path)
+    length, best = dp_path(c1, n1, c2, n2, MATRIX, G, seqseq, path, NO_BONUS, False)
     ref_best, ref_path = reference_dp(c1, n1, c2, n2, MATRIX, G, seqseq)
     assert best == ref_best
     assert "".join("DHV"[s] for s in path[:length]) == ref_path
@@ -376,8 +376,8 @@ def test_one_compiled_call_equals_the_level_loop(serial_cells, monkeypatch):
     steps: list[int] = []
     fused = CpuBackend.align_forest
 
-    def counted(*args):
-        return fused(*args[:-1], lambda k: steps.append(k) or args[-1](k))
+    def counted(*args, **kw):
+        return fused(*args[:-1], lambda k: steps.append(k) or args[-1](k), **kw)
 
     monkeypatch.setattr(CpuBackend, "align_forest", staticmethod(counted))
     weights = random_weights(rng, dbs)

@@ -17,6 +17,7 @@ import numpy as np
 from msa.backends.cpu import align as align_module
 from msa.backends.cpu import forest, kmers, lcs, records, segments, sw
 from msa.backends.cpu.align import align_batch
+from msa.consistency import TopLibrary
 from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
 from msa._runtime.jit import njit
 from msa.params import GapCosts
@@ -134,7 +135,7 @@ class CpuBackend:
     @staticmethod
     def align_forest(
         codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, children: np.ndarray, levels: np.ndarray,
-        gaps: np.ndarray, matrix: np.ndarray, advance: Callable[[int], None],
+        gaps: np.ndarray, matrix: np.ndarray, advance: Callable[[int], None], library: tuple | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The progressive stage of a forest in one compiled call (msa.backends.cpu.forest); see
         Backend. Its arrays are passed writable and C-ordered, so one compiled entry serves
@@ -145,7 +146,8 @@ class CpuBackend:
         own = functools.partial(np.require, requirements=("C", "W"))
         return forest.run(
             own(codes, np.uint8), own(offsets, np.int64), own(weights, np.int64), own(children, np.int64), order + n,
-            bounds, own(gaps, np.int64), own(matrix, np.int64), align_module.SERIAL_CELLS, advance,
+            bounds, own(gaps, np.int64), own(matrix, np.int64), align_module.SERIAL_CELLS,
+            TopLibrary.empty(len(children)).arrays if library is None else library, advance,
         )
 
     def profile_align(self, batch: AlignBatch) -> AlignResult:

@@ -25,6 +25,8 @@ _D, _H, _V = 0, 1, 2
 _ROW0 = _H | (_H << 2) | (_H << 4)  # border row: every state came from H
 _COL0 = _V | (_V << 2) | (_V << 4)  # border column: every state came from V
 _NRES = GO
+#: The ``bonus`` of merges that have none.
+NO_BONUS = np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -69,11 +71,14 @@ def nonzero_cells(c: np.ndarray) -> int:
 @njit(cache=True, nogil=True)
 def dp_path(
     c1: np.ndarray, n1: int, c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray,
-    seqseq: bool, path: np.ndarray,
+    seqseq: bool, path: np.ndarray, bonus: np.ndarray, bonus_tr: bool,
 ) -> tuple[int, int]:
     """Fill the DP of P1 against P2 and write the traceback into ``path`` (last step first).
 
-    Returns ``(path length, best score)``. States in ``path`` are 0=D, 1=H, 2=V.
+    Returns ``(path length, best score)``. States in ``path`` are 0=D, 1=H, 2=V. ``bonus``
+    (empty: none) adds to each cell's column score (msa.consistency): ``bonus[(i - 1) * w2 + j
+    - 1]``, or with ``bonus_tr`` (the table is laid out for P2 against P1) ``bonus[(j - 1) * w1
+    + i - 1]``.
     """
     w1, w2 = c1.shape[0], c2.shape[0]
     go, ge, tgo, tge = g[0], g[1], g[2], g[3]
@@ -165,6 +170,9 @@ def dp_path(
             c = mult[k]
             for j in range(1, w2 + 1):
                 trow[j] += c * s2[a, j]
+        if bonus.shape[0] > 0:
+            for j in range(1, w2 + 1):
+                trow[j] += bonus[(j - 1) * w1 + i - 1] if bonus_tr else bonus[(i - 1) * w2 + j - 1]
         three_row = three_dirs and i > 1
         # Branch-free form of FAMSA's choices: every state takes the maximum of its
         # candidates, and the direction encodes FAMSA's tie order (D only when strictly
@@ -333,18 +341,21 @@ def _first_is_p1(ca: np.ndarray, na: int, cb: np.ndarray, nb: int) -> bool:
 @njit(cache=True, nogil=True)
 def _merge_path(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
-    k: int, path: np.ndarray,
+    k: int, path: np.ndarray, bonus: np.ndarray, bonus_off: np.ndarray,
 ) -> tuple[int, bool]:
-    """DP of merge ``k`` of a batch into ``path`` (gap costs ``g[k]``): (path length, whether child a plays P1)."""
+    """DP of merge ``k`` of a batch into ``path`` (gap costs ``g[k]``, cell bonuses
+    ``bonus[bonus_off[k]:bonus_off[k + 1]]``, child a's columns by child b's, or none): (path
+    length, whether child a plays P1)."""
     gk = g[k]
     ca = counts[col_offsets[2 * k] : col_offsets[2 * k + 1]]
     cb = counts[col_offsets[2 * k + 1] : col_offsets[2 * k + 2]]
     na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
     first = _first_is_p1(ca, na, cb, nb)
     seqseq = na == 1 and nb == 1
+    bk = bonus[bonus_off[k] : bonus_off[k + 1]]
     if first:
-        return dp_path(ca, na, cb, nb, m, gk, seqseq, path)[0], first
-    return dp_path(cb, nb, ca, na, m, gk, seqseq, path)[0], first
+        return dp_path(ca, na, cb, nb, m, gk, seqseq, path, bk, False)[0], first
+    return dp_path(cb, nb, ca, na, m, gk, seqseq, path, bk, True)[0], first
 
 
 @njit(cache=True, nogil=True)
@@ -381,8 +392,10 @@ def _parent_offsets(lengths: np.ndarray) -> np.ndarray:
 @njit(cache=True, nogil=True, parallel=True)
 def _align_batch(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
+    bonus: np.ndarray, bonus_off: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every merge of a batch, one merge per thread: returns (maps, parent counts, parent column offsets)."""
+    """Every merge of a batch, one merge per thread: returns (maps, parent counts, parent column
+    offsets). ``bonus``/``bonus_off``: each merge's cell bonuses (:func:`_merge_path`)."""
     n_merges = len(n_seqs) // 2
     path_off = _path_offsets(col_offsets, n_merges)
     paths = np.empty(path_off[n_merges], dtype=np.uint8)
@@ -390,7 +403,7 @@ def _align_batch(
     a_first = np.zeros(n_merges, dtype=np.bool_)
     for k in numba.prange(n_merges):
         lengths[k], a_first[k] = _merge_path(
-            counts, col_offsets, n_seqs, m, g, k, paths[path_off[k] : path_off[k + 1]]
+            counts, col_offsets, n_seqs, m, g, k, paths[path_off[k] : path_off[k + 1]], bonus, bonus_off
         )
     parent_off = _parent_offsets(lengths)
     parents = np.zeros((parent_off[n_merges], N_COUNTS), dtype=np.int32)
@@ -406,6 +419,7 @@ def _align_batch(
 @njit(cache=True, nogil=True)
 def _align_serial(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
+    bonus: np.ndarray, bonus_off: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_align_batch` on the calling thread, merge after merge.
 
@@ -423,7 +437,7 @@ def _align_serial(
     a_first = np.zeros(n_merges, dtype=np.bool_)
     for k in range(n_merges):
         lengths[k], a_first[k] = _merge_path(
-            counts, col_offsets, n_seqs, m, g, k, paths[path_off[k] : path_off[k + 1]]
+            counts, col_offsets, n_seqs, m, g, k, paths[path_off[k] : path_off[k + 1]], bonus, bonus_off
         )
     parent_off = _parent_offsets(lengths)
     parents = np.zeros((parent_off[n_merges], N_COUNTS), dtype=np.int32)
@@ -450,4 +464,6 @@ def align_batch(
     ``g``: one gap vector for every merge, or one row per merge (``(n_merges, 4)``)."""
     w = np.diff(col_offsets)
     serial = len(n_seqs) <= 2 or int(np.dot(w[0::2], w[1::2])) < SERIAL_CELLS
-    return (_align_serial if serial else _align_batch)(counts, col_offsets, n_seqs, m, merge_gap_rows(g, len(n_seqs) // 2))
+    k = len(n_seqs) // 2
+    return (_align_serial if serial else _align_batch)(
+        counts, col_offsets, n_seqs, m, merge_gap_rows(g, k), NO_BONUS, np.zeros(k + 1, dtype=np.int64))

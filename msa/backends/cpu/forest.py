@@ -54,6 +54,33 @@ def _gather(codes, offsets, weights, tables, n, kids, widths, col_offsets) -> np
     return out
 
 
+@njit(cache=True, nogil=True)
+def _bonus_table(
+    k, a, b, wb, na, nb, library, offsets, parent, level_maps, map_level, map_off, cur, out,
+) -> None:
+    """Merge ``k``'s cell bonuses (msa.consistency) into ``out`` (zeros), child ``a``'s columns by
+    child ``b``'s (``wb``): each
+    library pair of residues counts ``na * nb * unit[k]`` where it puts them. A sampled
+    sequence's columns in its child come from the maps of the levels below, leaf to child."""
+    lib_off, lib_a, lib_b, unit, samp_off, samp_seq = library
+    for t in range(samp_off[k], samp_off[k + 1]):
+        s = samp_seq[t]
+        start, length = offsets[s], offsets[s + 1] - offsets[s]
+        for i in range(length):
+            cur[start + i] = i
+        node = s
+        while node != a and node != b:
+            maps, o = level_maps[map_level[node]], map_off[node]
+            for i in range(length):
+                cur[start + i] = maps[o + cur[start + i]]
+            node = parent[node]
+    for p in range(lib_off[k], lib_off[k + 1]):
+        out[cur[lib_a[p]] * wb + cur[lib_b[p]]] += 1
+    scale = na * nb * unit[k]
+    for x in range(len(out)):
+        out[x] *= scale
+
+
 #: align_forest calls the thread pool's twin of the batch DP (``_align_batch``) on levels with
 #: the cells to share, and a function that calls a ``parallel=True`` one must be compiled by
 #: Numba's parallel pipeline too: compiled without it, its cached entry crashed the process
@@ -72,7 +99,7 @@ warnings.filterwarnings(
 @njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
 def align_forest(
     codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, children: np.ndarray, order: np.ndarray,
-    bounds: np.ndarray, gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, state: np.ndarray,
+    bounds: np.ndarray, gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, library, state: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every merge of the forest, level by level, then every residue's final column.
 
@@ -80,6 +107,8 @@ def align_forest(
     ``codes[offsets[i]:offsets[i + 1]]``, of weight ``weights[i]``); ``order[bounds[l]:bounds[l +
     1]]``: the inner nodes of level ``l``; ``gaps[k]``: merge ``k``'s gap vector. A level of fewer than
     ``serial_cells`` DP cells (or of one merge) runs on this thread, as align_batch decides.
+    ``library``: the merges' consistency libraries (msa.consistency.TopLibrary.arrays; merges
+    without pairs get no bonus).
     Returns the final column of every residue (``codes`` layout) and every node's width;
     stopped (``state[STOP]``), what it returns is not an alignment."""
     n = len(offsets) - 1
@@ -96,6 +125,12 @@ def align_forest(
     map_level = np.full(n + n_inner, -1, dtype=np.int64)  # the level whose maps hold a node's columns
     map_off = np.zeros(n + n_inner, dtype=np.int64)
     columns = np.empty(len(codes), dtype=np.int64)
+    lib_off = library[0]
+    parent = np.full(n + n_inner, -1, dtype=np.int64)
+    for k in range(n_inner):
+        parent[children[k, 0]] = parent[children[k, 1]] = n + k
+    cur = np.zeros(len(codes) if lib_off[-1] > 0 else 0, dtype=np.int64)  # sampled residues' columns
+    no_bonus = np.zeros(0, dtype=np.int64)
     for lv in range(n_levels):
         if state[STOP]:
             return columns, widths
@@ -121,10 +156,24 @@ def align_forest(
         g = np.empty((m, 4), dtype=np.int64)
         for j in range(m):
             g[j] = gaps[nodes[j] - n]
+        bonus_off = np.zeros(m + 1, dtype=np.int64)
+        for j in range(m):
+            k = nodes[j] - n
+            size = widths[kids[2 * j]] * widths[kids[2 * j + 1]] if lib_off[k + 1] > lib_off[k] else 0
+            bonus_off[j + 1] = bonus_off[j] + size
+        bonus = no_bonus
+        if bonus_off[m] > 0:
+            bonus = np.zeros(bonus_off[m], dtype=np.int64)
+            for j in range(m):
+                if bonus_off[j + 1] > bonus_off[j]:
+                    _bonus_table(
+                        nodes[j] - n, kids[2 * j], kids[2 * j + 1], widths[kids[2 * j + 1]], kid_seqs[2 * j],
+                        kid_seqs[2 * j + 1], library, offsets, parent, level_maps, map_level, map_off, cur,
+                        bonus[bonus_off[j] : bonus_off[j + 1]])
         if m == 1 or cells < serial_cells:
-            maps, parents, parent_off = _align_serial(counts, col_offsets, kid_seqs, matrix, g)
+            maps, parents, parent_off = _align_serial(counts, col_offsets, kid_seqs, matrix, g, bonus, bonus_off)
         else:
-            maps, parents, parent_off = _align_batch(counts, col_offsets, kid_seqs, matrix, g)
+            maps, parents, parent_off = _align_batch(counts, col_offsets, kid_seqs, matrix, g, bonus, bonus_off)
         for j in range(m):
             v = nodes[j]
             widths[v] = parent_off[j + 1] - parent_off[j]
@@ -155,7 +204,8 @@ def align_forest(
 
 def run(
     codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, children: np.ndarray, order: np.ndarray,
-    bounds: np.ndarray, gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, advance: Callable[[int], None],
+    bounds: np.ndarray, gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, library: tuple,
+    advance: Callable[[int], None],
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`align_forest` on a thread of its own (it holds no GIL) with this thread's Numba
     threads, while this one calls ``advance`` with the merges done every POLL_S. ``advance`` is
@@ -169,7 +219,7 @@ def run(
         try:
             numba.set_num_threads(threads)
             out.append(align_forest(codes, offsets, weights, children, order, bounds, gaps, matrix, serial_cells,
-                                    state))
+                                    library, state))
         except BaseException as exc:  # raised on the calling thread
             out.append(exc)
 

@@ -1,0 +1,129 @@
+"""Consistency at the top of the guide tree (``--consistency N``).
+
+Where two large clusters merge, the profile-profile DP decides how every member of one lines
+up with every member of the other, from column counts alone; a mistake there is copied into
+all the rows below it. Pairwise alignments of sequences drawn from the two sides say the same
+thing sequence by sequence: each merge whose two sides both hold at least CONSISTENCY_MIN_SIDE
+sequences gets ``N`` sequences drawn from each side, all ``N x N`` pairs aligned pairwise (the
+progressive stage's own merge of two one-sequence profiles, unrescaled gap costs, as the
+refinement's library), and its DP adds to cell (i, j) ``unit x na x nb x`` the fraction of
+those pairs that put a residue of column i against one of column j (``na``, ``nb``: the two
+profiles' sequences by weight; ``unit``: CONSISTENCY_WEIGHT x the mean of the matrix's
+positive diagonal). T-Coffee's consistency, restricted to the merges that decide the most rows.
+
+The pairs are drawn by a generator seeded with ``--seed``, and the library and the bonuses are
+integers computed on the host, so both backends give the same bytes (the stage runs in the
+CPU's compiled call: msa.backends.cpu.forest). Measured in docs/accuracy.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from msa.params import CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT
+from msa.seqdb import SeqDB
+from msa.tree.guide_tree import GuideTree, subtree_spans
+
+
+@dataclass
+class TopLibrary:
+    """The sampled pairs' aligned residues of every merge of a tree (or of a forest's merges).
+
+    Merge ``k``'s residue pairs are ``a[off[k]:off[k + 1]]`` (on its first child's side) with
+    ``b[...]`` (its second's), residues in ``codes`` layout; ``unit[k]`` the bonus per pair and
+    unit of ``na x nb``; its sampled sequences ``seqs[seq_off[k]:seq_off[k + 1]]``.
+    """
+
+    off: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    unit: np.ndarray
+    seq_off: np.ndarray
+    seqs: np.ndarray
+
+    @classmethod
+    def empty(cls, n_merges: int) -> "TopLibrary":
+        z = np.zeros(0, dtype=np.int64)
+        return cls(np.zeros(n_merges + 1, dtype=np.int64), z, z, np.zeros(n_merges, dtype=np.int64),
+                   np.zeros(n_merges + 1, dtype=np.int64), z)
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The compiled stage's argument (msa.backends.cpu.forest.align_forest)."""
+        return self.off, self.a, self.b, self.unit, self.seq_off, self.seqs
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.off[-1])
+
+    @classmethod
+    def joined(cls, libs: list["TopLibrary"], code_off: np.ndarray, leaf_off: np.ndarray) -> "TopLibrary":
+        """Families' libraries as one forest's (msa.progressive._Forest: residues, sequences and
+        merges laid end to end)."""
+        def cat(parts: list[np.ndarray], shifts) -> np.ndarray:
+            return np.concatenate([p + s for p, s in zip(parts, shifts)]) if parts else np.zeros(0, np.int64)
+
+        return cls(
+            _joined_offsets([lib.off for lib in libs]),
+            cat([lib.a for lib in libs], code_off), cat([lib.b for lib in libs], code_off),
+            np.concatenate([lib.unit for lib in libs]),
+            _joined_offsets([lib.seq_off for lib in libs]), cat([lib.seqs for lib in libs], leaf_off),
+        )
+
+
+def _joined_offsets(offs: list[np.ndarray]) -> np.ndarray:
+    out, base = [np.zeros(1, dtype=np.int64)], 0
+    for o in offs:
+        out.append(o[1:] + base)
+        base += int(o[-1])
+    return np.concatenate(out)
+
+
+def top_library(
+    db: SeqDB, tree: GuideTree, matrix: np.ndarray, pair_gaps: np.ndarray, backend, samples: int, seed: int,
+) -> TopLibrary:
+    """The library of every merge of ``tree`` over ``db`` whose sides both hold at least
+    CONSISTENCY_MIN_SIDE sequences: ``samples`` drawn from each side, every pair aligned in
+    one backend call (msa.refine.pair_library)."""
+    from msa.refine import pair_library
+
+    n, n_merges = tree.n_leaves, len(tree.children)
+    order, start, size = subtree_spans(tree.children, n)
+    kids = tree.children
+    big = np.flatnonzero(np.minimum(size[kids[:, 0]], size[kids[:, 1]]) >= CONSISTENCY_MIN_SIDE)
+    if len(big) == 0 or samples < 1:
+        return TopLibrary.empty(n_merges)
+    rng = np.random.default_rng(seed)
+    drawn = [[order[start[c] + rng.choice(size[c], min(samples, size[c]), replace=False)] for c in kids[k]]
+             for k in big.tolist()]  # a loop over the large merges (a few per hundred sequences)
+    sides = [np.stack(np.meshgrid(sa, sb, indexing="ij"), axis=-1).reshape(-1, 2) for sa, sb in drawn]
+    pairs = np.concatenate(sides)
+    owner = np.repeat(big, [len(p) for p in sides])
+    offsets = np.asarray(db.offsets, dtype=np.int64)
+    ra, rb = pair_library(db.codes, offsets, pairs, np.ascontiguousarray(matrix, dtype=np.int64), pair_gaps,
+                          backend)
+    seq_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    key = pairs[:, 0] * n + pairs[:, 1]  # a pair's merge is its two sequences' last common ancestor: one
+    by_key = np.argsort(key)
+    pair = by_key[np.searchsorted(key[by_key], seq_of[ra] * n + seq_of[rb])]
+    merge = owner[pair]
+    keep = np.argsort(merge, kind="stable")
+    counts = np.bincount(owner, minlength=n_merges)
+    diagonal = np.diag(matrix)
+    identity = float(diagonal[diagonal > 0].mean())
+    unit = np.zeros(n_merges, dtype=np.int64)
+    unit[big] = np.rint(CONSISTENCY_WEIGHT * identity / counts[big]).astype(np.int64)
+    seqs = [np.concatenate(d) for d in drawn]
+    seq_off = np.zeros(n_merges + 1, dtype=np.int64)
+    seq_off[big + 1] = [len(s) for s in seqs]
+    return TopLibrary(
+        _offsets_of(np.bincount(merge, minlength=n_merges)), ra[keep], rb[keep], unit, np.cumsum(seq_off),
+        np.concatenate(seqs),
+    )
+
+
+def _offsets_of(counts: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out

@@ -1,0 +1,50 @@
+"""``--consistency`` on the GPU: the library's pairwise alignments run on the device, the stage's
+bonuses on the host; the rows are the CPU's, byte for byte."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msa.backends.cpu import CpuBackend
+from msa.io.fasta import read_fasta
+from msa.params import AlignParams
+from msa.pipeline import align_db, align_families, prepare_family
+from msa.seqdb import SeqDB
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "datasets"))
+from simulate import SimParams, simulate  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def _same(db: SeqDB, params: AlignParams, cuda_backend) -> None:
+    cpu = align_db(db, params, CpuBackend())
+    gpu = align_db(db, params, cuda_backend)
+    assert gpu.names == cpu.names
+    np.testing.assert_array_equal(gpu.rows, cpu.rows)
+    off = align_db(db, params.with_(consistency=0), CpuBackend())
+    assert off.rows.shape != cpu.rows.shape or (off.rows != cpu.rows).any()
+
+
+@pytest.mark.parametrize(("n", "length", "seed"), [(200, 120, 1), (600, 90, 2)])
+def test_random_families(cuda_backend, n, length, seed):
+    fam = simulate(SimParams(n=n, length=length, seed=seed))
+    pairs = [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
+    _same(SeqDB.from_pairs(pairs), AlignParams(quiet=True, consistency=8, seed=seed, refine="off"), cuda_backend)
+
+
+def test_balifam_families(cuda_backend, shared_dir):
+    base = shared_dir / "datasets" / "balifam" / "balifam1000" / "in"
+    paths = [base / f for f in ("PF00009.1000", "PF00018.1000")]
+    if not all(p.is_file() for p in paths):
+        pytest.skip(f"{base} is absent")
+    params = AlignParams(quiet=True, consistency=8)
+    dbs = [read_fasta(str(p)) for p in paths]
+    _same(dbs[0], params, cuda_backend)
+    many = align_families([prepare_family(db, params, note=False) for db in dbs], cuda_backend)
+    for db, rows in zip(dbs, many):
+        np.testing.assert_array_equal(rows.rows, align_db(db, params, CpuBackend()).rows)

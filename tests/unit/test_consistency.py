@@ -1,0 +1,150 @@
+"""Consistency at the top merges (msa.consistency, ``--consistency N``): the compiled stage adds
+the bonuses its definition gives (a merge-by-merge oracle here), the library is what the
+sampled pairs' alignments say, runs of one family and of many give the same bytes, and the
+alignments keep their invariants."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import msa.consistency
+from msa.alignment import check_alignment
+from msa.alphabet import load_matrix
+from msa.backends.cpu import CpuBackend
+from msa.backends.cpu.align import _first_is_p1, build_parent, dp_path
+from msa.io.fasta import read_aligned_fasta, read_fasta
+from msa.params import AlignParams, gap_costs
+from msa.pipeline import align_db, align_families, family_library, prepare_family
+from msa.profile import N_COUNTS, gap_vector
+from msa.progressive import progressive_align
+from msa.seqdb import SeqDB
+from msa.tree import build_guide_tree
+from msa.tree.weights import family_weights
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "datasets"))
+from simulate import SimParams, simulate  # noqa: E402
+
+EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
+MATRIX = load_matrix("PFASUM43")
+
+
+def _family(seed: int, n: int, length: int) -> SeqDB:
+    fam = simulate(SimParams(n=n, length=length, seed=seed))
+    return SeqDB.from_pairs([(name, fam.residues[fam.offsets[i]:fam.offsets[i + 1]].tobytes())
+                             for i, name in enumerate(fam.names)])
+
+
+def _oracle(db: SeqDB, tree, weights, library, gaps) -> tuple[np.ndarray, int]:
+    """The progressive stage merge by merge in Python, each bonus from its definition: the
+    sampled pairs' residues' columns in the two children, counted, times na x nb x unit."""
+    n = tree.n_leaves
+    offsets = np.asarray(db.offsets, dtype=np.int64)
+    cols = np.concatenate([np.arange(offsets[i + 1] - offsets[i]) for i in range(n)])  # within its node
+    node_of = np.repeat(np.arange(n), np.diff(offsets))  # every residue's current node
+    tables, sizes = {}, {}
+    for i in range(n):
+        t = np.zeros((offsets[i + 1] - offsets[i], N_COUNTS), dtype=np.int32)
+        t[np.arange(len(t)), db.codes[offsets[i]:offsets[i + 1]]] = 1 if weights is None else weights[i]
+        tables[i], sizes[i] = t, 1 if weights is None else int(weights[i])
+    g = gap_vector(gaps)
+    for k, (a, b) in enumerate(tree.children.tolist()):
+        ca, cb, na, nb = tables.pop(a), tables.pop(b), sizes.pop(a), sizes.pop(b)
+        lo, hi = library.off[k], library.off[k + 1]
+        bonus = np.zeros(0, dtype=np.int64)
+        if hi > lo:
+            table = np.zeros((len(ca), len(cb)), dtype=np.int64)
+            assert (node_of[library.a[lo:hi]] == a).all() and (node_of[library.b[lo:hi]] == b).all()
+            np.add.at(table, (cols[library.a[lo:hi]], cols[library.b[lo:hi]]), 1)
+            bonus = (table * (na * nb * library.unit[k])).reshape(-1)
+        path = np.empty(len(ca) + len(cb), dtype=np.uint8)
+        map_a, map_b = np.empty(len(ca), dtype=np.int64), np.empty(len(cb), dtype=np.int64)
+        first, seqseq = _first_is_p1(ca, na, cb, nb), na == 1 and nb == 1
+        p1, p2 = ((ca, na, map_a), (cb, nb, map_b)) if first else ((cb, nb, map_b), (ca, na, map_a))
+        length = dp_path(p1[0], p1[1], p2[0], p2[1], MATRIX, g, seqseq, path, bonus, not first)[0]
+        out = np.zeros((length, N_COUNTS), dtype=np.int32)
+        build_parent(path, length, p1[0], p1[1], p2[0], p2[1], p1[2], p2[2], out)
+        for child, mp in ((a, map_a), (b, map_b)):
+            mine = node_of == child
+            cols[mine] = mp[cols[mine]]
+            node_of[mine] = n + k
+        tables[n + k], sizes[n + k] = out, na + nb
+    return cols, len(tables[tree.root])
+
+
+@pytest.mark.parametrize(("seed", "n", "length", "samples", "weighted"),
+                         [(1, 40, 60, 2, False), (2, 70, 45, 3, True), (3, 25, 80, 8, True)])
+def test_the_stage_adds_the_bonuses_the_definition_gives(monkeypatch, seed, n, length, samples, weighted):
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 4)
+    db = _family(seed, n, length)
+    params = AlignParams(device="cpu", quiet=True, consistency=samples, seed=seed,
+                         weights="tree" if weighted else "none")
+    backend = CpuBackend()
+    tree = build_guide_tree(db, params, backend)
+    weights = family_weights(tree, params)
+    library = family_library(db, tree, MATRIX, params, backend)
+    assert library.n_pairs > 0 and (library.unit[np.diff(library.off) > 0] > 0).all()
+    gaps = gap_costs(params, len(db))
+    got = progressive_align(db, tree, MATRIX, gaps, backend, weights, library)
+    want = _oracle(db, tree, weights, library, gaps)
+    assert got[1] == want[1]
+    np.testing.assert_array_equal(got[0], want[0])
+    plain = progressive_align(db, tree, MATRIX, gaps, backend, weights)
+    assert plain[1] != got[1] or (plain[0] != got[0]).any()  # the bonuses changed the alignment
+
+
+def test_the_library_is_the_sampled_pairs_alignments(monkeypatch):
+    """Every merge with two large sides has its pairs' residues, each pair drawn from the two
+    sides; a merge with a small side has none; the draw follows the seed."""
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 5)
+    db = _family(4, 60, 50)
+    params = AlignParams(device="cpu", quiet=True)
+    tree = build_guide_tree(db, params, CpuBackend())
+    lib = msa.consistency.top_library(db, tree, MATRIX, gap_vector(gap_costs(params, 2)), CpuBackend(), 3, 7)
+    from msa.tree.guide_tree import subtree_spans
+
+    order, start, size = subtree_spans(tree.children, tree.n_leaves)
+    seq_of = np.repeat(np.arange(len(db)), np.diff(db.offsets))
+    for k, (a, b) in enumerate(tree.children.tolist()):
+        big = min(size[a], size[b]) >= 5
+        assert (lib.off[k + 1] > lib.off[k]) == big and (lib.seq_off[k + 1] - lib.seq_off[k] == 6) == big
+        if big:
+            side_a, side_b = (set(order[start[c]:start[c] + size[c]].tolist()) for c in (a, b))
+            assert set(seq_of[lib.a[lib.off[k]:lib.off[k + 1]]].tolist()) <= side_a
+            assert set(seq_of[lib.b[lib.off[k]:lib.off[k + 1]]].tolist()) <= side_b
+    again = msa.consistency.top_library(db, tree, MATRIX, gap_vector(gap_costs(params, 2)), CpuBackend(), 3, 7)
+    np.testing.assert_array_equal(again.a, lib.a)
+    other = msa.consistency.top_library(db, tree, MATRIX, gap_vector(gap_costs(params, 2)), CpuBackend(), 3, 8)
+    assert len(other.a) != len(lib.a) or (other.a != lib.a).any()
+
+
+def test_one_family_and_many_give_the_same_rows():
+    db = read_fasta(str(EXAMPLE))
+    halves = [SeqDB.from_pairs([(db.names[i], db.sequence(i)) for i in idx]) for idx in (range(0, 120), range(120, 200))]
+    params = AlignParams(device="cpu", quiet=True, consistency=4, refine="off")
+    alone = [align_db(h, params, CpuBackend()) for h in halves]
+    together = align_families([prepare_family(h, params, note=False) for h in halves], CpuBackend())
+    for x, y, h in zip(alone, together, halves):
+        np.testing.assert_array_equal(x.rows, y.rows)
+        check_alignment([(n, h.sequence(i)) for i, n in enumerate(h.names)], y.names, y.rows)
+
+
+def test_the_command_line_option(tmp_path):
+    out = tmp_path / "out.fa"
+    run = subprocess.run([sys.executable, "-m", "msa", "align", str(EXAMPLE), "-o", str(out), "--consistency", "8",
+                          "-q"], capture_output=True)
+    assert run.returncode == 0, run.stderr
+    db = read_fasta(str(EXAMPLE))
+    rows = read_aligned_fasta(str(out))
+    check_alignment([(n, db.sequence(i)) for i, n in enumerate(db.names)], list(rows), list(rows.values()))
+    plain = subprocess.run([sys.executable, "-m", "msa", "align", str(EXAMPLE), "--consistency", "off", "-q"],
+                           capture_output=True)
+    assert plain.returncode == 0 and plain.stdout != out.read_bytes()
+    bad = subprocess.run([sys.executable, "-m", "msa", "align", str(EXAMPLE), "--consistency", "many"],
+                         capture_output=True)
+    assert bad.returncode != 0 and len(bad.stderr.splitlines()) == 1 and b"--consistency" in bad.stderr
+    assert not (tmp_path / "many").exists()
