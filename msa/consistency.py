@@ -123,6 +123,55 @@ def top_library(
     )
 
 
+class LevelBonuses:
+    """The level loop's side of the bonuses (msa.progressive; the CPU's one compiled call keeps
+    its own): every level's maps copied to the host end to end, as that call keeps them, and
+    each level's bonus tables from them by the same compiled function
+    (msa.backends.cpu.forest.bonus_table), so both give the same bytes."""
+
+    def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray) -> None:
+        self.library, self.offsets, self.n = library, offsets, len(offsets) - 1
+        self.parent = np.full(self.n + len(children), -1, dtype=np.int64)
+        self.parent[children.reshape(-1)] = np.repeat(np.arange(len(children), dtype=np.int64) + self.n, 2)
+        self.maps = np.empty(max(int(offsets[-1]), 16), dtype=np.int64)
+        self.used = 0
+        self.base = np.zeros(len(self.parent), dtype=np.int64)
+        self.cur = np.zeros(int(offsets[-1]), dtype=np.int64)
+
+    def wanted(self, nodes: np.ndarray) -> bool:
+        """Whether any of these inner nodes' merges takes bonuses."""
+        k = nodes - self.n
+        return bool((self.library.off[k + 1] > self.library.off[k]).any())
+
+    def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray):
+        """AlignBatch.bonus of the merges ``nodes`` (children ``kids``, two each), or None."""
+        from msa.backends.cpu.forest import bonus_table
+
+        k = nodes - self.n
+        has = self.library.off[k + 1] > self.library.off[k]
+        if not has.any():
+            return None
+        a, b = kids[0::2], kids[1::2]
+        off = _offsets_of(np.where(has, widths[a] * widths[b], 0))
+        out = np.zeros(int(off[-1]), dtype=np.int64)
+        for j in np.flatnonzero(has).tolist():  # the level's large merges, a few
+            bonus_table(int(k[j]), int(a[j]), int(b[j]), int(widths[b[j]]), int(sizes[a[j]]), int(sizes[b[j]]),
+                        self.library.arrays, self.offsets, self.parent, self.maps, self.base, self.cur,
+                        out[off[j] : off[j + 1]])
+        return out, off
+
+    def add(self, kids: np.ndarray, col_offsets: np.ndarray, maps: np.ndarray) -> None:
+        """A batch's maps (host), its children's columns at ``col_offsets``."""
+        self.base[kids] = self.used + col_offsets[:-1]
+        end = self.used + len(maps)
+        if end > len(self.maps):
+            grown = np.empty(max(end, 2 * len(self.maps)), dtype=np.int64)
+            grown[: self.used] = self.maps[: self.used]
+            self.maps = grown
+        self.maps[self.used : end] = maps
+        self.used = end
+
+
 def _offsets_of(counts: np.ndarray) -> np.ndarray:
     out = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=out[1:])

@@ -40,6 +40,10 @@ class AlignBatch:
     matrix: np.ndarray  # int64 (24, 24)
     gaps: np.ndarray  # int64 [open, extend, term_open, term_extend], (4,) or (n_merges, 4)
     parents: bool = True
+    #: Cell bonuses (msa.consistency), ``(values, offsets)``: merge ``k``'s table of its first
+    #: child's columns by its second's is ``values[offsets[k]:offsets[k + 1]]`` (empty: none).
+    #: Only the CPU backend takes them.
+    bonus: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def n_merges(self) -> int:

@@ -28,7 +28,7 @@ import numpy as np
 from msa.progress import current
 from msa.profile import N_COUNTS, AlignBatch, gap_vector, sequence_counts
 from msa.params import GapCosts
-from msa.consistency import TopLibrary
+from msa.consistency import LevelBonuses, TopLibrary
 from msa.seqdb import SeqDB, _ranges
 from msa.tree.guide_tree import GuideTree
 
@@ -369,10 +369,10 @@ def _align_forest(
     sides = _Sides(backend)
     if not profiles and backend.align_forest is None and sides.hybrid and _host_stage_first(forest):
         backend = sides.backend(1)  # the host's one call
-    if forest.library.n_pairs and backend.align_forest is None:
+    if forest.library.n_pairs and backend.align_forest is None and not sides.hybrid and backend.xp is not np:
         from msa.backends.cpu import CpuBackend
 
-        backend = CpuBackend()  # the top merges' bonuses are built between its levels, on the host
+        backend = CpuBackend()  # bonus levels run on the host, and this run has no host levels
     if not profiles and backend.align_forest is not None:
         with current().stage("aligning profiles", total=len(forest.children)) as advance:
             columns, widths = backend.align_forest(
@@ -386,6 +386,7 @@ def _align_forest(
     pool = _ProfilePool(sides, forest.codes, forest.offsets, forest.weights, forest.n_nodes)
     sizes = np.ones(forest.n_nodes, dtype=np.int64)  # a profile's sequences, by weight
     sizes[:n] = forest.weights
+    bonuses = LevelBonuses(forest.library, forest.offsets, forest.children) if forest.library.n_pairs else None
     done: list[np.ndarray] = []  # the batches as run: levels, cut where they do not fit the device
     batch_maps: list = []
     batch_side: list[int] = []
@@ -393,15 +394,20 @@ def _align_forest(
         for level in batches:
             kid_widths = pool.widths[forest.children[level - n]]
             side = sides.choose(kid_widths[:, 0], kid_widths[:, 1], pool.away(forest.children[level - n]))
+            if bonuses is not None and bonuses.wanted(level):
+                side = 1 if sides.hybrid else 0  # the host's merges add the bonuses (a CPU run's side 0)
             run = sides.backend(side)
             cuts = run.level_cuts(kid_widths.reshape(-1))
             for nodes in np.split(level, cuts[1:-1]):
                 kids = forest.children[nodes - n].reshape(-1)
                 sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
                 gathered, col_offsets = pool.take(kids, side)
-                batch = AlignBatch(gathered, col_offsets, sizes[kids], matrix, forest.gaps[nodes - n])
+                bonus = None if bonuses is None else bonuses.tables(nodes, kids, pool.widths, sizes)
+                batch = AlignBatch(gathered, col_offsets, sizes[kids], matrix, forest.gaps[nodes - n], bonus=bonus)
                 del gathered
                 result = run.profile_align(batch)
+                if bonuses is not None:
+                    bonuses.add(kids, col_offsets, run.to_host(result.maps))
                 del batch  # the gathered tables go before the parents are kept
                 pool.add_level(nodes, result.counts, result.col_offsets, side)
                 batch_maps.append(result.maps.astype(run.xp.int32, copy=False))  # the GPU's are int32 already

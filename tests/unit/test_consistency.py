@@ -148,3 +148,33 @@ def test_the_command_line_option(tmp_path):
                          capture_output=True)
     assert bad.returncode != 0 and len(bad.stderr.splitlines()) == 1 and b"--consistency" in bad.stderr
     assert not (tmp_path / "many").exists()
+
+
+class LevelLoop(CpuBackend):
+    align_forest = None  # msa.progressive's level loop on the CPU
+
+
+@pytest.mark.parametrize("where", ["level loop", "hybrid"])
+def test_the_level_loop_adds_the_same_bonuses(monkeypatch, where):
+    """A GPU run's level loop (here the CPU's, or a fake device whose bonus levels go to the
+    host) gives the bytes of the CPU's one compiled call, many families at once."""
+    from tests.unit.test_hybrid import FakeGpu
+
+    import msa.progressive as progressive
+
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 4)
+    monkeypatch.setattr(progressive, "HOST_STAGE", "device")
+    monkeypatch.setattr(progressive, "HYBRID", True)
+    dbs = [_family(seed, n, 50) for seed, n in ((5, 40), (6, 3), (7, 60))]
+    params = AlignParams(device="cpu", quiet=True, consistency=3, seed=2)
+    trees = [build_guide_tree(db, params, CpuBackend()) for db in dbs]
+    weights = [family_weights(t, params) for t in trees]
+    libraries = [family_library(db, t, MATRIX, params, CpuBackend()) for db, t in zip(dbs, trees)]
+    gaps = [gap_costs(params, len(db)) for db in dbs]
+    want = progressive.progressive_align_many(dbs, trees, MATRIX, gaps, CpuBackend(), weights, libraries)
+    backend = LevelLoop() if where == "level loop" else FakeGpu(per=2)
+    got = progressive.progressive_align_many(dbs, trees, MATRIX, gaps, backend, weights, libraries)
+    assert sum(lib.n_pairs for lib in libraries) > 0
+    for (c1, w1), (c2, w2) in zip(got, want):
+        assert w1 == w2
+        np.testing.assert_array_equal(c1, c2)

@@ -154,7 +154,7 @@ class CpuBackend:
         """Align every merge of a level batch (Numba, one merge per thread). The parents come
         out of the same loop as the maps, so they are dropped, not skipped, if not wanted."""
         maps, counts, offsets = align_batch(
-            batch.counts, batch.col_offsets, batch.n_seqs, batch.matrix, batch.gap_rows()
+            batch.counts, batch.col_offsets, batch.n_seqs, batch.matrix, batch.gap_rows(), batch.bonus
         )
         return AlignResult(maps, counts if batch.parents else None, offsets)
 

@@ -458,12 +458,15 @@ SERIAL_CELLS = 1 << 14
 
 def align_batch(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
+    bonus: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every merge of a batch, threaded only when there is enough work to share out.
 
-    ``g``: one gap vector for every merge, or one row per merge (``(n_merges, 4)``)."""
+    ``g``: one gap vector for every merge, or one row per merge (``(n_merges, 4)``); ``bonus``:
+    the merges' cell bonuses (AlignBatch.bonus)."""
     w = np.diff(col_offsets)
     serial = len(n_seqs) <= 2 or int(np.dot(w[0::2], w[1::2])) < SERIAL_CELLS
     k = len(n_seqs) // 2
-    return (_align_serial if serial else _align_batch)(
-        counts, col_offsets, n_seqs, m, merge_gap_rows(g, k), NO_BONUS, np.zeros(k + 1, dtype=np.int64))
+    values, offsets = (NO_BONUS, np.zeros(k + 1, dtype=np.int64)) if bonus is None else bonus
+    return (_align_serial if serial else _align_batch)(counts, col_offsets, n_seqs, m, merge_gap_rows(g, k), values,
+                                                       offsets)

@@ -122,7 +122,10 @@ class AlignStage(DeviceStage):
         on the device. Merges are cut into pieces that fit the free device memory;
         each piece waits for the device once, to learn its parents' widths. Only a batch
         of fewer merges than SMs may run dp_pipe, so only its cost counts the cell scores.
+        Cell bonuses (``batch.bonus``) are the host's: msa.progressive runs those levels there.
         """
+        if batch.bonus is not None:
+            raise ValueError("cell bonuses (--consistency) are added by the CPU backend's merges")
         off = np.ascontiguousarray(batch.col_offsets, dtype=np.int64)
         n_merges = batch.n_merges
         parents: list[cp.ndarray] = []
