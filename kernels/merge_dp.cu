@@ -148,11 +148,15 @@ extern "C" __global__ void __launch_bounds__(MI_THREADS) merge_info(
 // r2[j] * gap1[i] + the sum over P1's nonzero residues z of mult[i, z] * S2[j][code[i, z]],
 // at I_SC + (i - 1) * w2 + j - 1, or for dp_scan (frame) where W1 > W2 at I_SC + (j - 1) * w1 + i - 1
 // (a thread's band then fills CS_ROWS consecutive entries). Integer sums: the same values as
-// dp_chunk's residue loop.
+// dp_chunk's residue loop. With bonus (cell bonuses, msa.consistency; null: none), merge q adds
+// bonus[boff[q] + ...] of its table of its first side's columns by its second's (boff[q + 1] ==
+// boff[q]: none), as dp_path adds it: the first side is P1 when its columns come first (a
+// level's sides lie end to end; msa add's merges, which share a profile, have no bonuses).
 extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
     const long long* __restrict__ info, const long long* __restrict__ gapc, const long long* __restrict__ res,
     const long long* __restrict__ s2, const int* __restrict__ nnz, const unsigned char* __restrict__ codes,
-    const int* __restrict__ mult, long long* scores, long long frame) {
+    const int* __restrict__ mult, long long* scores, long long frame, const long long* __restrict__ bonus,
+    const long long* __restrict__ boff) {
     __shared__ long long s2s[NRES * CS_THREADS];
     const int t = threadIdx.x;
     const long long* in = info + blockIdx.y * (long long)N_INFO;
@@ -160,6 +164,9 @@ extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
     const long long tx = (w2 + CS_THREADS - 1) / CS_THREADS, tiles = tx * ((w1 + CS_ROWS - 1) / CS_ROWS);
     long long* out = scores + in[I_SC];
     const bool tr = frame != 0 && w1 > w2;  // dp_scan's transposed frame: row j of P2, column i of P1
+    const long long* bq = nullptr;  // this merge's bonus table, if any
+    if (bonus != nullptr && boff[blockIdx.y + 1] > boff[blockIdx.y]) bq = bonus + boff[blockIdx.y];
+    const bool a_first = in[I_OFF1] < in[I_OFF2];
     for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const long long j = (tile % tx) * CS_THREADS + t + 1;
         if (j > w2) continue;
@@ -174,6 +181,7 @@ extern "C" __global__ void __launch_bounds__(CS_THREADS) cell_scores(
                 const long long mz = mult[ci * NRES + z];
                 sc += mz * s2s[codes[ci * NRES + z] * CS_THREADS + t];
             }
+            if (bq != nullptr) sc += a_first ? bq[(i - 1) * w2 + j - 1] : bq[(j - 1) * w1 + i - 1];
             out[tr ? (j - 1) * w1 + i - 1 : (i - 1) * w2 + j - 1] = sc;
         }
     }

@@ -12,8 +12,10 @@ profiles' sequences by weight; ``unit``: CONSISTENCY_WEIGHT x the mean of the ma
 positive diagonal). T-Coffee's consistency, restricted to the merges that decide the most rows.
 
 The pairs are drawn by a generator seeded with ``--seed``, and the library and the bonuses are
-integers computed on the host, so both backends give the same bytes (the stage runs in the
-CPU's compiled call: msa.backends.cpu.forest). Measured in docs/accuracy.md.
+integers computed on the host between levels (by msa.backends.cpu.forest.bonus_table, in the
+CPU's compiled stage or in the level loop), which either backend's merge adds to its cell
+scores (the GPU's cell_scores kernel), so both give the same bytes. Measured in
+docs/accuracy.md.
 """
 from __future__ import annotations
 
@@ -127,7 +129,8 @@ class LevelBonuses:
     """The level loop's side of the bonuses (msa.progressive; the CPU's one compiled call keeps
     its own): every level's maps copied to the host end to end, as that call keeps them, and
     each level's bonus tables from them by the same compiled function
-    (msa.backends.cpu.forest.bonus_table), so both give the same bytes."""
+    (msa.backends.cpu.forest.bonus_table), so both give the same bytes. A GPU level's maps
+    come over once each (a copy per level of a family with bonuses)."""
 
     def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray) -> None:
         self.library, self.offsets, self.n = library, offsets, len(offsets) - 1
@@ -137,11 +140,6 @@ class LevelBonuses:
         self.used = 0
         self.base = np.zeros(len(self.parent), dtype=np.int64)
         self.cur = np.zeros(int(offsets[-1]), dtype=np.int64)
-
-    def wanted(self, nodes: np.ndarray) -> bool:
-        """Whether any of these inner nodes' merges takes bonuses."""
-        k = nodes - self.n
-        return bool((self.library.off[k + 1] > self.library.off[k]).any())
 
     def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray):
         """AlignBatch.bonus of the merges ``nodes`` (children ``kids``, two each), or None."""

@@ -369,10 +369,6 @@ def _align_forest(
     sides = _Sides(backend)
     if not profiles and backend.align_forest is None and sides.hybrid and _host_stage_first(forest):
         backend = sides.backend(1)  # the host's one call
-    if forest.library.n_pairs and backend.align_forest is None and not sides.hybrid and backend.xp is not np:
-        from msa.backends.cpu import CpuBackend
-
-        backend = CpuBackend()  # bonus levels run on the host, and this run has no host levels
     if not profiles and backend.align_forest is not None:
         with current().stage("aligning profiles", total=len(forest.children)) as advance:
             columns, widths = backend.align_forest(
@@ -394,8 +390,6 @@ def _align_forest(
         for level in batches:
             kid_widths = pool.widths[forest.children[level - n]]
             side = sides.choose(kid_widths[:, 0], kid_widths[:, 1], pool.away(forest.children[level - n]))
-            if bonuses is not None and bonuses.wanted(level):
-                side = 1 if sides.hybrid else 0  # the host's merges add the bonuses (a CPU run's side 0)
             run = sides.backend(side)
             cuts = run.level_cuts(kid_widths.reshape(-1))
             for nodes in np.split(level, cuts[1:-1]):

@@ -48,3 +48,39 @@ def test_balifam_families(cuda_backend, shared_dir):
     many = align_families([prepare_family(db, params, note=False) for db in dbs], cuda_backend)
     for db, rows in zip(dbs, many):
         np.testing.assert_array_equal(rows.rows, align_db(db, params, CpuBackend()).rows)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_merge_kernels_add_the_bonuses_the_cpu_adds(cuda_backend, seed):
+    """profile_align with random cell bonuses on some merges (profiles and sequences, both
+    roles, wide and narrow; many merges and few): the CPU's maps and parents, and the bonuses
+    change them."""
+    import cupy
+
+    from msa.profile import AlignBatch
+    from msa.testing import MATRIX, gaps, profile
+
+    rng = np.random.default_rng(seed)
+    shapes = [(1, 60, 1, 70), (4, 120, 9, 90), (7, 300, 3, 40), (12, 35, 20, 400), (2, 200, 2, 200),
+              (30, 500, 25, 450)] + [(int(rng.integers(1, 8)), int(rng.integers(5, 90)),
+                                     int(rng.integers(1, 8)), int(rng.integers(5, 90))) for _ in range(int(rng.integers(1, 300)))]
+    tables, n_seqs = [], []
+    for na, la, nb, lb in shapes:
+        for n, length in ((na, la), (nb, lb)):
+            tables.append(profile(rng, n, length))
+            n_seqs.append(n)
+    off = np.concatenate(([0], np.cumsum([len(t) for t in tables])))
+    w = np.diff(off)
+    has = rng.random(len(shapes)) < 0.6
+    size = np.where(has, w[0::2] * w[1::2], 0)
+    boff = np.concatenate(([0], np.cumsum(size))).astype(np.int64)
+    values = rng.integers(0, 4, int(boff[-1])) * rng.integers(0, 20_000, int(boff[-1]))
+    batch = AlignBatch(np.concatenate(tables), off, np.array(n_seqs, dtype=np.int64), MATRIX, gaps(sum(n_seqs)),
+                       bonus=(values.astype(np.int64), boff))
+    cpu = CpuBackend().profile_align(batch)
+    gpu = cuda_backend.profile_align(batch)
+    np.testing.assert_array_equal(gpu.col_offsets, cpu.col_offsets)
+    np.testing.assert_array_equal(cupy.asnumpy(gpu.maps), cpu.maps)
+    np.testing.assert_array_equal(cupy.asnumpy(gpu.counts), cpu.counts)
+    plain = CpuBackend().profile_align(AlignBatch(batch.counts, off, batch.n_seqs, MATRIX, batch.gaps))
+    assert len(plain.maps) == len(cpu.maps) and (plain.maps != cpu.maps).any()

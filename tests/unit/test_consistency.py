@@ -156,8 +156,8 @@ class LevelLoop(CpuBackend):
 
 @pytest.mark.parametrize("where", ["level loop", "hybrid"])
 def test_the_level_loop_adds_the_same_bonuses(monkeypatch, where):
-    """A GPU run's level loop (here the CPU's, or a fake device whose bonus levels go to the
-    host) gives the bytes of the CPU's one compiled call, many families at once."""
+    """A GPU run's level loop (here the CPU's, or a fake device beside the host's levels) gives
+    the bytes of the CPU's one compiled call, many families at once."""
     from tests.unit.test_hybrid import FakeGpu
 
     import msa.progressive as progressive

@@ -122,21 +122,21 @@ class AlignStage(DeviceStage):
         on the device. Merges are cut into pieces that fit the free device memory;
         each piece waits for the device once, to learn its parents' widths. Only a batch
         of fewer merges than SMs may run dp_pipe, so only its cost counts the cell scores.
-        Cell bonuses (``batch.bonus``) are the host's: msa.progressive runs those levels there.
+        A batch with cell bonuses (``batch.bonus``) runs the fills that read cell_scores' output,
+        which adds them.
         """
-        if batch.bonus is not None:
-            raise ValueError("cell bonuses (--consistency) are added by the CPU backend's merges")
         off = np.ascontiguousarray(batch.col_offsets, dtype=np.int64)
         n_merges = batch.n_merges
         parents: list[cp.ndarray] = []
         lengths: list[np.ndarray] = []
-        cost = self._align_cost(np.diff(off))
+        scored = batch.bonus is not None
+        cost = self._align_cost(np.diff(off), scored)
         with cp.cuda.Device(self.device):
             maps = cp.empty(int(off[-1]), dtype=cp.int32)
             matrix = np.ascontiguousarray(np.ravel(batch.matrix), dtype=np.int64)
             gap_rows = batch.gap_rows()  # each merge's own gap costs (families of different sizes)
 
-            pipeline = n_merges < self.n_sm
+            pipeline = n_merges < self.n_sm or scored
 
             def piece(lo: int, hi: int) -> None:
                 a, b = off[2 * lo], off[2 * hi]
@@ -145,7 +145,7 @@ class AlignStage(DeviceStage):
                         batch, lo, hi, matrix, gap_rows, pipeline
                     )
                 except cp.cuda.memory.OutOfMemoryError:
-                    if not pipeline or hi - lo > 1:  # several merges: run_in_pieces halves the piece
+                    if not pipeline or hi - lo > 1 or scored:  # several merges: run_in_pieces halves the piece
                         raise
                     # One merge whose 8-byte cell scores do not fit: dp_fill needs 1 byte a cell.
                     cp.get_default_memory_pool().free_all_blocks()
@@ -245,14 +245,14 @@ class AlignStage(DeviceStage):
             budget = piece_budget(self.memory_limit)
         return piece_cuts(self._align_cost(w) + level, budget)
 
-    def _align_cost(self, widths: np.ndarray) -> np.ndarray:
+    def _align_cost(self, widths: np.ndarray, scored: bool = False) -> np.ndarray:
         """Device bytes profile_align plans for each merge (input widths two per merge): its
-        column terms and maps, boundary rows, directions, and cell scores where the batch (fewer
-        merges than SMs) may run dp_pipe."""
+        column terms and maps, boundary rows, directions, and cell scores (and bonuses) where the
+        batch (fewer merges than SMs, or ``scored``: with cell bonuses) may run dp_pipe."""
         wa, wb = widths[0::2], widths[1::2]
         cost = (wa + wb) * (ALIGN_BYTES_PER_COLUMN + 1 + 112) + _boundary_bytes(wa, wb) + (wa + 8) * (wb + 8) + 64
-        if len(wa) < self.n_sm:
-            cost = cost + SCORE_BYTES * wa * wb
+        if len(wa) < self.n_sm or scored:
+            cost = cost + SCORE_BYTES * wa * wb * (2 if scored else 1)
         return cost
 
     def _align_piece(
@@ -270,9 +270,17 @@ class AlignStage(DeviceStage):
         n_seqs = np.ascontiguousarray(batch.n_seqs[2 * lo : 2 * hi], dtype=np.int64)
         counts = cp.ascontiguousarray(cp.asarray(batch.counts[a:b], dtype=cp.int32))
         seq_side = bool(np.all(np.minimum(n_seqs[0::2], n_seqs[1::2]) == 1))
-        records = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline, seq_side=seq_side)
+        bonus = None
+        if batch.bonus is not None:
+            values, boff = batch.bonus
+            if boff[hi] > boff[lo]:
+                bonus = (cp.asarray(np.ascontiguousarray(values[boff[lo] : boff[hi]], dtype=np.int64)),
+                         cp.asarray(np.ascontiguousarray(boff[lo : hi + 1] - boff[lo], dtype=np.int64)))
+        records = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline, seq_side=seq_side,
+                                 scored=bonus is not None)
         sides = np.stack((col_off[:-1], col_off[1:]))  # a level's sides lie end to end
-        d_info, paths, lengths = self._paths(counts, col_off, n_seqs, sides, n_seqs, matrix, gap_rows[lo:hi], records)
+        d_info, paths, lengths = self._paths(counts, col_off, n_seqs, sides, n_seqs, matrix, gap_rows[lo:hi], records,
+                                             bonus)
         widths = lengths.get()
         # the parents' offsets from the host: cp.cumsum(out=...) copies its result with a CuPy kernel
         parent_off = cp.asarray(np.concatenate(([0], np.cumsum(widths))).astype(np.int64))
@@ -286,6 +294,7 @@ class AlignStage(DeviceStage):
     def _paths(
         self, counts: cp.ndarray, table_off: np.ndarray, table_seqs: np.ndarray, sides: np.ndarray,
         side_seqs: np.ndarray, matrix: np.ndarray, gap_rows: np.ndarray, records: tuple,
+        bonus: tuple[cp.ndarray, cp.ndarray] | None = None,
     ) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
         """The DP of ``n`` merges up to their paths: (merge records, paths, path lengths), on the device.
 
@@ -297,7 +306,8 @@ class AlignStage(DeviceStage):
         merge_info, the fill _merge_records chose, traceback. dp_pipe (a piece of a batch of fewer
         merges than SMs, whose cost counted the cell scores) runs a grid of at most one block per
         SM drawing (merge, chunk) tickets, after cell_scores has written every cell's
-        substitution score (CS_BLOCKS_PER_SM blocks per SM in all).
+        substitution score (CS_BLOCKS_PER_SM blocks per SM in all), plus its ``bonus`` (cell
+        bonuses and per-merge offsets on the device; _merge_records chose such a fill for it).
         """
         info, t, k, fill, sizes = records
         n, n_tables, n_cols = len(info), len(table_seqs), int(table_off[-1])
@@ -338,7 +348,8 @@ class AlignStage(DeviceStage):
             grid = min(sizes["score_tiles"], -(-CS_BLOCKS_PER_SM * self.n_sm // n))
             self._cell_scores(
                 (grid, n), (CS_THREADS,),
-                (d_info, terms[0], terms[1], s2, nnz, codes, mult, scores, np.int64(fill == "scan")),
+                (d_info, terms[0], terms[1], s2, nnz, codes, mult, scores, np.int64(fill == "scan"),
+                 *((np.uint64(0), np.uint64(0)) if bonus is None else bonus)),
             )
             tickets = sizes["tickets"]
             sync = cp.zeros(1 + tickets, dtype=cp.int64)  # ticket counter, then rows done per ticket
@@ -372,7 +383,7 @@ def _boundary_bytes(wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
 
 
 def _merge_records(
-    col_off: np.ndarray, few: bool, pipeline: bool, seq_side: bool = False
+    col_off: np.ndarray, few: bool, pipeline: bool, seq_side: bool = False, scored: bool = False
 ) -> tuple[np.ndarray, int, int, str, dict[str, int]]:
     """Per-merge records for the DP kernels (scratch offsets; merge_info fills in the roles),
     the fill's block size, columns per thread (K) and kind (FILLS), and the scratch
@@ -388,6 +399,7 @@ def _merge_records(
     ``pipeline`` (the piece cost counted the cell scores); their tickets run merge-major,
     chunk-ascending (I_TICK: first ticket). Pieces of many merges that all have a one-sequence
     side (``seq_side``) run dp_rows (DP_ROWS), which uses dp_fill's records and scratch.
+    Pieces with cell bonuses (``scored``) always run dp_scan or dp_pipe: cell_scores adds them.
     """
     w = np.diff(col_off)
     wa, wb = w[0::2], w[1::2]
@@ -396,12 +408,12 @@ def _merge_records(
     threads, k = min(DP_FEW_THREADS if few else DP_THREADS, max(32, -(-widest // 32) * 32)), 1
     chunks = -(-wide // (threads * k))
     fill = "rows" if seq_side and not few and DP_ROWS else "fill"
-    if few and pipeline and DP_PIPELINE:
+    if (few and pipeline and DP_PIPELINE) or scored:
         scan_chunks = -(-wide // (SCAN_THREADS * SCAN_K))
         scan_rows = (np.minimum(wa, wb) + PUBLISH_ROWS * scan_chunks).max()
         if DP_SCAN and SCAN_ROW_STEPS * scan_rows < (wa + wb).max():
             fill, threads, k = "scan", SCAN_THREADS, SCAN_K
-        elif chunks.max() > 1:
+        elif chunks.max() > 1 or scored:
             fill, threads = "pipe", DP_PIPE_THREADS
         chunks = -(-wide // (threads * k))
     slices = np.ones_like(wide) if fill in ("fill", "rows") else np.maximum(chunks - 1, 1)
