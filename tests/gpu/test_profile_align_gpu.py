@@ -269,7 +269,7 @@ def capture_scores(monkeypatch, backend) -> list[tuple[np.ndarray, np.ndarray]]:
 
     def launch(grid, block, args, **kwargs):
         fn(grid, block, args, **kwargs)
-        seen.append((args[0].get().reshape(-1, N_INFO), args[-2].get()))  # args[-1]: the frame flag
+        seen.append((args[0].get().reshape(-1, N_INFO), args[7].get()))  # then the frame flag and the bonuses
 
     monkeypatch.setattr(backend, "_cell_scores", launch)
     return seen
