@@ -127,18 +127,20 @@ def top_library(
 
 class LevelBonuses:
     """The level loop's side of the bonuses (msa.progressive; the CPU's one compiled call keeps
-    its own): every level's maps copied to the host end to end, as that call keeps them, and
-    each level's bonus tables from them by the same compiled function
+    its own): every batch's maps copied to the host and kept, as that call keeps its levels',
+    and each batch's bonus tables from them by the same compiled function
     (msa.backends.cpu.forest.bonus_table), so both give the same bytes. A GPU level's maps
     come over once each (a copy per level of a family with bonuses)."""
 
     def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray) -> None:
+        from numba.typed import List
+
         self.library, self.offsets, self.n = library, offsets, len(offsets) - 1
         self.parent = np.full(self.n + len(children), -1, dtype=np.int64)
         self.parent[children.reshape(-1)] = np.repeat(np.arange(len(children), dtype=np.int64) + self.n, 2)
-        self.maps = np.empty(max(int(offsets[-1]), 16), dtype=np.int64)
-        self.used = 0
-        self.base = np.zeros(len(self.parent), dtype=np.int64)
+        self.maps = List.empty_list(numba_int64_array())
+        self.level = np.full(len(self.parent), -1, dtype=np.int64)
+        self.start = np.zeros(len(self.parent), dtype=np.int64)
         self.cur = np.zeros(int(offsets[-1]), dtype=np.int64)
 
     def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray):
@@ -154,20 +156,22 @@ class LevelBonuses:
         out = np.zeros(int(off[-1]), dtype=np.int64)
         for j in np.flatnonzero(has).tolist():  # the level's large merges, a few
             bonus_table(int(k[j]), int(a[j]), int(b[j]), int(widths[b[j]]), int(sizes[a[j]]), int(sizes[b[j]]),
-                        self.library.arrays, self.offsets, self.parent, self.maps, self.base, self.cur,
+                        self.library.arrays, self.offsets, self.parent, self.maps, self.level, self.start, self.cur,
                         out[off[j] : off[j + 1]])
         return out, off
 
     def add(self, kids: np.ndarray, col_offsets: np.ndarray, maps: np.ndarray) -> None:
         """A batch's maps (host), its children's columns at ``col_offsets``."""
-        self.base[kids] = self.used + col_offsets[:-1]
-        end = self.used + len(maps)
-        if end > len(self.maps):
-            grown = np.empty(max(end, 2 * len(self.maps)), dtype=np.int64)
-            grown[: self.used] = self.maps[: self.used]
-            self.maps = grown
-        self.maps[self.used : end] = maps
-        self.used = end
+        self.level[kids] = len(self.maps)
+        self.start[kids] = col_offsets[:-1]
+        self.maps.append(np.ascontiguousarray(maps, dtype=np.int64))
+
+
+def numba_int64_array():
+    """Numba's type of the maps a LevelBonuses keeps."""
+    from numba import types
+
+    return types.int64[::1]
 
 
 def _offsets_of(counts: np.ndarray) -> np.ndarray:

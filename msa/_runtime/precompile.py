@@ -135,7 +135,7 @@ def align_cli(x: Inputs) -> None:
         for fmt, name in (("fasta", "out.fa"), ("fasta", "out.fa.gz"), ("a3m", "out.a3m")):
             result = align_file(source, str(x.folder / name), x.base, x.cpu, fmt)
             assert result.status == "done", result.error
-        for options in ({}, {"keep_duplicates": True}, {"consistency": 4}):
+        for options in ({}, {"keep_duplicates": True}):
             aligned = align_db(read_fasta(source), x.base.with_(**options), x.cpu)
             for fmt in FORMATS:  # the block writer (pipes, stdout) and every other format's
                 with contextlib.suppress(ValueError):  # strict PHYLIP refuses some names
@@ -159,6 +159,17 @@ def align_cli(x: Inputs) -> None:
                 align_db(read_fasta(source), x.base, LevelLoop())
     finally:
         segments.SERIAL_ROWS, align.SERIAL_CELLS = saved
+    # --consistency in both stages, with sides small enough that these families' merges take bonuses.
+    import msa.consistency
+
+    min_side = msa.consistency.CONSISTENCY_MIN_SIDE
+    try:
+        msa.consistency.CONSISTENCY_MIN_SIDE = 4
+        two = [(f"{k}{name}", s) for k, seed in (("a", 4), ("b", 5)) for name, s in family(seed, 30, 80, PROTEIN)]
+        for backend in (x.cpu, LevelLoop()):
+            align_db(SeqDB.from_pairs(two), x.base.with_(consistency=4), backend)
+    finally:
+        msa.consistency.CONSISTENCY_MIN_SIDE = min_side
 
 
 def align_along(x: Inputs) -> None:

@@ -17,8 +17,10 @@ run stops within a level as it does in the level loop.
 
 Memory: a node's table lives from its merge until its parent's gather (a level's parents are
 copied out of the batch's array, so a parent still waiting keeps only its own rows); every
-level's maps are kept, end to end in one array, for the top-down pass and the consistency
-bonuses (8 bytes a column of every non-root node), as the level loop keeps them.
+level's maps are kept for the top-down pass and the consistency bonuses (8 bytes a column of
+every non-root node), as the level loop keeps them. (One array for all levels' maps, grown by
+doubling, made the stage 1.6-5.8x slower on PF03129.10000: its frees moved glibc's mmap
+threshold, and every other run page-faulted ~5 GB; session 24.)
 """
 from __future__ import annotations
 
@@ -57,13 +59,13 @@ def _gather(codes, offsets, weights, tables, n, kids, widths, col_offsets) -> np
 @njit(cache=True, nogil=True)
 def bonus_table(
     k: int, a: int, b: int, wb: int, na: int, nb: int, library: tuple, offsets: np.ndarray, parent: np.ndarray,
-    maps: np.ndarray, map_base: np.ndarray, cur: np.ndarray, out: np.ndarray,
+    level_maps, map_level: np.ndarray, map_off: np.ndarray, cur: np.ndarray, out: np.ndarray,
 ) -> None:
     """Merge ``k``'s cell bonuses (msa.consistency) into ``out`` (zeros), child ``a``'s columns by
     child ``b``'s (``wb``): each library pair of residues counts ``na * nb * unit[k]`` where it
     puts them. A sampled sequence's columns in its child come from the maps of the merges below,
-    leaf to child: node ``v``'s column ``c`` is its parent's ``maps[map_base[v] + c]``; ``cur``
-    (residues) is scratch. The level loop (msa.progressive) calls it too."""
+    leaf to child: node ``v``'s column ``c`` is its parent's ``level_maps[map_level[v]][map_off[v]
+    + c]``; ``cur`` (residues) is scratch. The level loop (msa.progressive) calls it too."""
     lib_off, lib_a, lib_b, unit, samp_off, samp_seq = library
     for t in range(samp_off[k], samp_off[k + 1]):
         s = samp_seq[t]
@@ -72,7 +74,7 @@ def bonus_table(
             cur[start + i] = i
         node = s
         while node != a and node != b:
-            o = map_base[node]
+            maps, o = level_maps[map_level[node]], map_off[node]
             for i in range(length):
                 cur[start + i] = maps[o + cur[start + i]]
             node = parent[node]
@@ -123,10 +125,9 @@ def align_forest(
     no_table = np.zeros((0, N_COUNTS), dtype=np.int32)
     tables = [no_table for _ in range(n_inner)]
     n_levels = len(bounds) - 1
-    flat = np.empty(max(len(codes), 16), dtype=np.int64)  # every level's maps end to end (grown)
-    used = 0
-    map_level = np.full(n + n_inner, -1, dtype=np.int64)  # the level that merged a node into its parent
-    map_base = np.zeros(n + n_inner, dtype=np.int64)  # where in ``flat`` its columns' maps start
+    level_maps = [np.zeros(0, dtype=np.int64) for _ in range(n_levels)]
+    map_level = np.full(n + n_inner, -1, dtype=np.int64)  # the level whose maps hold a node's columns
+    map_off = np.zeros(n + n_inner, dtype=np.int64)
     columns = np.empty(len(codes), dtype=np.int64)
     lib_off = library[0]
     parent = np.full(n + n_inner, -1, dtype=np.int64)
@@ -155,7 +156,7 @@ def align_forest(
             if kids[i] >= n:
                 tables[kids[i] - n] = no_table  # taken: its rows are in ``counts`` now
             map_level[kids[i]] = lv
-            map_base[kids[i]] = used + col_offsets[i]
+            map_off[kids[i]] = col_offsets[i]
         g = np.empty((m, 4), dtype=np.int64)
         for j in range(m):
             g[j] = gaps[nodes[j] - n]
@@ -171,7 +172,7 @@ def align_forest(
                 if bonus_off[j + 1] > bonus_off[j]:
                     bonus_table(
                         nodes[j] - n, kids[2 * j], kids[2 * j + 1], widths[kids[2 * j + 1]], kid_seqs[2 * j],
-                        kid_seqs[2 * j + 1], library, offsets, parent, flat, map_base, cur,
+                        kid_seqs[2 * j + 1], library, offsets, parent, level_maps, map_level, map_off, cur,
                         bonus[bonus_off[j] : bonus_off[j + 1]])
         if m == 1 or cells < serial_cells:
             maps, parents, parent_off = _align_serial(counts, col_offsets, kid_seqs, matrix, g, bonus, bonus_off)
@@ -182,14 +183,7 @@ def align_forest(
             widths[v] = parent_off[j + 1] - parent_off[j]
             n_seqs[v] = kid_seqs[2 * j] + kid_seqs[2 * j + 1]
             tables[v - n] = parents[parent_off[j] : parent_off[j + 1]].copy()
-        if used + len(maps) > len(flat):
-            grown = np.empty(max(used + len(maps), 2 * len(flat)), dtype=np.int64)
-            for i in range(used):
-                grown[i] = flat[i]
-            flat = grown
-        for i in range(len(maps)):
-            flat[used + i] = maps[i]
-        used += len(maps)
+        level_maps[lv] = maps
         state[DONE] += m
     no_final = np.zeros(0, dtype=np.int64)
     finals = [no_final for _ in range(n_inner)]
@@ -199,15 +193,15 @@ def align_forest(
         finals[v - n] = no_final
         for side in range(2):
             c = children[v - n, side]
-            o, w = map_base[c], widths[c]
+            maps, o, w = level_maps[map_level[c]], map_off[c], widths[c]
             if c < n:
                 s = offsets[c]
                 for i in range(w):
-                    columns[s + i] = final[flat[o + i]]
+                    columns[s + i] = final[maps[o + i]]
             else:
                 mine = np.empty(w, dtype=np.int64)
                 for i in range(w):
-                    mine[i] = final[flat[o + i]]
+                    mine[i] = final[maps[o + i]]
                 finals[c - n] = mine
     return columns, widths
 
