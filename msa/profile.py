@@ -41,8 +41,8 @@ class AlignBatch:
     gaps: np.ndarray  # int64 [open, extend, term_open, term_extend], (4,) or (n_merges, 4)
     parents: bool = True
     #: Cell bonuses (msa.consistency), ``(values, offsets)``: merge ``k``'s table of its first
-    #: child's columns by its second's is ``values[offsets[k]:offsets[k + 1]]`` (empty: none).
-    #: Only the CPU backend takes them.
+    #: child's columns by its second's is ``values[offsets[k]:offsets[k + 1]]`` (empty: none),
+    #: added to each cell's column score (dp_path on the CPU, cell_scores on the GPU).
     bonus: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
