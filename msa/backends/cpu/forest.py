@@ -19,7 +19,7 @@ Memory: a node's table lives from its merge until its parent's gather (a level's
 copied out of the batch's array, so a parent still waiting keeps only its own rows); every
 level's maps are kept for the top-down pass and the consistency bonuses (8 bytes a column of
 every non-root node), as the level loop keeps them. (One array for all levels' maps, grown by
-doubling, made the stage 1.6-5.8x slower on PF03129.10000: its frees moved glibc's mmap
+doubling, made the stage 1.7-6x slower on PF03129.10000: its frees moved glibc's mmap
 threshold, and every other run page-faulted ~5 GB; session 24.)
 """
 from __future__ import annotations
