@@ -283,8 +283,9 @@ def split_plan_on_worker(
     family: Family, params: AlignParams, fmt: str, cwd: str, per_host: Mapping[str, int], pieces: int,
 ) -> tuple[Any, TaskRecord] | BackendUnavailable:
     """A split family's first task: read, prepared and its guide tree built
-    (msa.run.split.plan_split), or, where refinement needs the whole alignment, aligned and
-    written here whole; a bad input is its failed FamilyResult."""
+    (msa.run.split.plan_split), or, where refinement or ``--consistency`` (whose bonuses the
+    pieces do not take) needs the whole family, aligned and written here whole; a bad input is
+    its failed FamilyResult."""
     from msa.pipeline import family_tree
     from msa.run.local import FAMILY_ERRORS, _align_alone, _failed, _read_family
     from msa.run.split import plan_split
@@ -299,7 +300,7 @@ def split_plan_on_worker(
             return exc
         if isinstance(read, FamilyResult):
             value: Any = read
-        elif read.prepared.params.refine_rounds(len(read.prepared.unique)) > 0:
+        elif read.prepared.params.refine_rounds(len(read.prepared.unique)) > 0 or read.prepared.params.consistency:
             value = _align_alone(read, backend, fmt, lambda output: False)
         else:
             try:

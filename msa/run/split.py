@@ -24,8 +24,9 @@ four steps, each a function here that any process can run:
    sequences were 24 GB.
 
 Only FASTA is written so (every other format interleaves the rows, and gzip is
-a stream), and a family that refinement would change needs its whole alignment:
-msa.run.dask aligns those on one worker.
+a stream), and a family that refinement would change, or aligned with ``--consistency``
+(whose bonuses the pieces do not take), needs its whole alignment: msa.run.dask aligns
+those on one worker.
 """
 from __future__ import annotations
 

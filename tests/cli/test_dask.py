@@ -463,6 +463,28 @@ def test_a_family_to_refine_is_aligned_whole_on_one_worker(big, client, tmp_path
 
 
 @needs_dask
+def test_a_family_with_consistency_is_aligned_whole_on_one_worker(big, client, tmp_path: Path, monkeypatch) -> None:
+    """``--consistency``'s bonuses are the whole tree's: the plan's worker aligns such a family
+    itself, and the bytes are the one-process run's."""
+    import json
+
+    import msa.run.dask as run_dask
+    import msa.run.split as run_split
+    from msa import align_files
+
+    path, plain, _ = big
+    assert align_files([path], tmp_path / "one", device="cpu", refine="off", consistency=4).ok
+    want = (tmp_path / "one" / "big.fa").read_bytes()
+    assert want != plain
+    monkeypatch.setattr(run_split, "SPLIT_FAMILY_BYTES", 1000)
+    monkeypatch.setenv(run_dask.TIMELINE_ENV, str(tmp_path / "timeline.json"))
+    assert align_files([path], tmp_path / "out", scheduler=client, device="cpu", refine="off", consistency=4).ok
+    assert (tmp_path / "out" / "big.fa").read_bytes() == want
+    tasks = json.loads((tmp_path / "timeline.json").read_text())["tasks"]
+    assert sorted(t["kind"] for t in tasks) == ["split plan", "warm-up", "warm-up"]
+
+
+@needs_dask
 def test_a_split_family_that_fails_leaves_no_file(big, client, tmp_path: Path, monkeypatch) -> None:
     """A step that keeps failing (after Dask's retries) fails the family with one line naming
     its input; the output is not written, its temporary file is gone."""
