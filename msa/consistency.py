@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from msa.params import CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT
+from msa.params import CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree, subtree_spans
 
@@ -86,14 +86,17 @@ def top_library(
     db: SeqDB, tree: GuideTree, matrix: np.ndarray, pair_gaps: np.ndarray, backend, samples: int, seed: int,
 ) -> TopLibrary:
     """The library of every merge of ``tree`` over ``db`` whose sides both hold at least
-    CONSISTENCY_MIN_SIDE sequences: ``samples`` drawn from each side, every pair aligned in
-    one backend call (msa.refine.pair_library)."""
+    CONSISTENCY_MIN_SIDE sequences (at most CONSISTENCY_MAX_MERGES of them): ``samples`` drawn
+    from each side, every pair aligned in one backend call (msa.refine.pair_library)."""
     from msa.refine import pair_library
 
     n, n_merges = tree.n_leaves, len(tree.children)
     order, start, size = subtree_spans(tree.children, n)
     kids = tree.children
-    big = np.flatnonzero(np.minimum(size[kids[:, 0]], size[kids[:, 1]]) >= CONSISTENCY_MIN_SIDE)
+    smaller = np.minimum(size[kids[:, 0]], size[kids[:, 1]])
+    big = np.flatnonzero(smaller >= CONSISTENCY_MIN_SIDE)
+    if len(big) > CONSISTENCY_MAX_MERGES:  # the merges of the largest smaller sides, in merge order
+        big = np.sort(big[np.argsort(-smaller[big], kind="stable")[:CONSISTENCY_MAX_MERGES]])
     if len(big) == 0 or samples < 1:
         return TopLibrary.empty(n_merges)
     rng = np.random.default_rng(seed)

@@ -178,3 +178,21 @@ def test_the_level_loop_adds_the_same_bonuses(monkeypatch, where):
     for (c1, w1), (c2, w2) in zip(got, want):
         assert w1 == w2
         np.testing.assert_array_equal(c1, c2)
+
+
+def test_at_most_so_many_merges_take_bonuses(monkeypatch):
+    """Past CONSISTENCY_MAX_MERGES eligible merges, those of the largest smaller sides."""
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 2)
+    db = _family(8, 80, 40)
+    tree = build_guide_tree(db, AlignParams(device="cpu", quiet=True), CpuBackend())
+    args = (db, tree, MATRIX, gap_vector(gap_costs(AlignParams(), 2)), CpuBackend(), 2, 0)
+    every = np.flatnonzero(np.diff(msa.consistency.top_library(*args).off))
+    assert len(every) > 3
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_MAX_MERGES", 3)
+    kept = np.flatnonzero(np.diff(msa.consistency.top_library(*args).off))
+    from msa.tree.guide_tree import leaf_counts
+
+    size = leaf_counts(tree.children, tree.n_leaves)
+    smaller = np.minimum(size[tree.children[:, 0]], size[tree.children[:, 1]])
+    assert len(kept) == 3 and set(kept) <= set(every)
+    assert smaller[kept].min() >= np.sort(smaller[every])[-3]
