@@ -107,6 +107,11 @@ class Family:
     columns: np.ndarray  # int32 true column of each residue, 0..width-1
     width: int
 
+    def records(self) -> list[tuple[str, bytes]]:
+        """The unaligned family: (name, residues) of every leaf, in name order."""
+        return [(name, self.residues[self.offsets[i] : self.offsets[i + 1]].tobytes())
+                for i, name in enumerate(self.names)]
+
     def true_columns(self, rows: np.ndarray) -> tuple[np.ndarray, int]:
         """Column of every true column within the alignment of ``rows`` (all-gap ones dropped), and its width."""
         used = np.zeros(self.width, dtype=bool)

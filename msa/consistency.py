@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from msa.params import CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT
-from msa.seqdb import SeqDB
+from msa.seqdb import SeqDB, offsets_of
 from msa.tree.guide_tree import GuideTree, subtree_spans
 
 
@@ -123,7 +123,7 @@ def top_library(
     seq_off = np.zeros(n_merges + 1, dtype=np.int64)
     seq_off[big + 1] = [len(s) for s in seqs]
     return TopLibrary(
-        _offsets_of(np.bincount(merge, minlength=n_merges)), ra[keep], rb[keep], unit, np.cumsum(seq_off),
+        offsets_of(np.bincount(merge, minlength=n_merges)), ra[keep], rb[keep], unit, np.cumsum(seq_off),
         np.concatenate(seqs),
     )
 
@@ -136,12 +136,13 @@ class LevelBonuses:
     come over once each (a copy per level of a family with bonuses)."""
 
     def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray) -> None:
+        from numba import types
         from numba.typed import List
 
         self.library, self.offsets, self.n = library, offsets, len(offsets) - 1
         self.parent = np.full(self.n + len(children), -1, dtype=np.int64)
         self.parent[children.reshape(-1)] = np.repeat(np.arange(len(children), dtype=np.int64) + self.n, 2)
-        self.maps = List.empty_list(numba_int64_array())
+        self.maps = List.empty_list(types.int64[::1])
         self.level = np.full(len(self.parent), -1, dtype=np.int64)
         self.start = np.zeros(len(self.parent), dtype=np.int64)
         self.cur = np.zeros(int(offsets[-1]), dtype=np.int64)
@@ -155,7 +156,7 @@ class LevelBonuses:
         if not has.any():
             return None
         a, b = kids[0::2], kids[1::2]
-        off = _offsets_of(np.where(has, widths[a] * widths[b], 0))
+        off = offsets_of(np.where(has, widths[a] * widths[b], 0))
         out = np.zeros(int(off[-1]), dtype=np.int64)
         for j in np.flatnonzero(has).tolist():  # the level's large merges, a few
             bonus_table(int(k[j]), int(a[j]), int(b[j]), int(widths[b[j]]), int(sizes[a[j]]), int(sizes[b[j]]),
@@ -168,16 +169,3 @@ class LevelBonuses:
         self.level[kids] = len(self.maps)
         self.start[kids] = col_offsets[:-1]
         self.maps.append(np.ascontiguousarray(maps, dtype=np.int64))
-
-
-def numba_int64_array():
-    """Numba's type of the maps a LevelBonuses keeps."""
-    from numba import types
-
-    return types.int64[::1]
-
-
-def _offsets_of(counts: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out

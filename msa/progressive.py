@@ -29,7 +29,7 @@ from msa.progress import current
 from msa.profile import N_COUNTS, AlignBatch, gap_vector, sequence_counts
 from msa.params import GapCosts
 from msa.consistency import LevelBonuses, TopLibrary
-from msa.seqdb import SeqDB, _ranges
+from msa.seqdb import SeqDB, _ranges, offsets_of
 from msa.tree.guide_tree import GuideTree
 
 
@@ -153,7 +153,7 @@ def align_profiles(
         cuts = backend.level_cuts(widths[tree.children[nodes - k].reshape(-1)])
         for part in np.split(nodes, cuts[1:-1]):
             kids = tree.children[part - k].reshape(-1)
-            offs = _offsets(widths[kids])
+            offs = offsets_of(widths[kids])
             batch = AlignBatch(np.concatenate([tables[c] for c in kids]), offs, n_seqs[kids], matrix, row)
             result = backend.profile_align(batch)
             out, parent_maps = backend.to_host(result.counts), backend.to_host(result.maps).astype(np.int64)
@@ -223,9 +223,9 @@ class _Forest:
     ) -> "_Forest":
         sizes = np.array([len(db) for db in dbs], dtype=np.int64)
         n = int(sizes.sum())
-        leaf_off = _offsets(sizes)
-        node_off = _offsets(sizes - 1)  # each family's first merge
-        code_off = _offsets(np.array([len(db.codes) for db in dbs], dtype=np.int64))
+        leaf_off = offsets_of(sizes)
+        node_off = offsets_of(sizes - 1)  # each family's first merge
+        code_off = offsets_of(np.array([len(db.codes) for db in dbs], dtype=np.int64))
         joined = SeqDB.joined(list(dbs))
         if len(dbs) == 1:  # one family: its tree as it is
             children = trees[0].children
@@ -492,7 +492,7 @@ class _ProfilePool:
                 there, part[away], first[away], w[away], self.codes[1 - side])
             parts.append(self.sides.move(moved, side))
             first = first.copy()
-            part[away], first[away] = len(parts) - 1, _offsets(w[away])[:-1]
+            part[away], first[away] = len(parts) - 1, offsets_of(w[away])[:-1]
         values = self.weights[np.minimum(kids, self.n - 1)]  # read for the leaves only
         out = self.sides.backend(side).gather_profiles(parts, part, first, w, self.codes[side], values)
         self.live[inner] = False
@@ -503,7 +503,7 @@ class _ProfilePool:
                 self.stores[s] = self.members[s] = None
             elif 2 * self.store_live[s] < len(self.stores[s]):
                 self._compact(s)
-        return out, _offsets(w)
+        return out, offsets_of(w)
 
     def _compact(self, s: int) -> None:
         keep = self.members[s][self.live[self.members[s]]]
@@ -512,7 +512,7 @@ class _ProfilePool:
         self.stores[s] = self.sides.backend(self.side[s]).gather_profiles(
             [self.stores[s]], np.zeros(len(keep), dtype=np.int64), self.row[keep], w, self.codes[self.side[s]]
         )
-        self.row[keep] = _offsets(w)[:-1]
+        self.row[keep] = offsets_of(w)[:-1]
 
 
 def _place_columns(
@@ -596,12 +596,6 @@ def _root_columns(xp, pool: _ProfilePool, roots: np.ndarray, final, n_cols: int)
         return xp.asarray(np.arange(n_cols, dtype=np.int64))  # uploaded: no kernel compiled for it
     if final is None:
         final = xp.empty(n_cols, dtype=xp.int64)
-    at = np.repeat(start - _offsets(widths)[:-1], widths) + np.arange(int(widths.sum()))
+    at = np.repeat(start - offsets_of(widths)[:-1], widths) + np.arange(int(widths.sum()))
     final[xp.asarray(at)] = xp.asarray(at - np.repeat(start, widths))
     return final
-
-
-def _offsets(widths: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(widths) + 1, dtype=np.int64)
-    np.cumsum(widths, out=out[1:])
-    return out

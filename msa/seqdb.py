@@ -129,6 +129,13 @@ class SeqDB:
         return representatives, position[reps]
 
 
+def offsets_of(lengths: np.ndarray) -> np.ndarray:
+    """int64 offsets of segments of ``lengths`` laid end to end (``len(lengths) + 1``, from 0)."""
+    out = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Concatenated aranges [s, s+l) without a Python loop."""
     total = int(lengths.sum())

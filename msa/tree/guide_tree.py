@@ -53,18 +53,8 @@ class GuideTree:
         return node_levels(self.children, self.n_leaves)
 
     def leaf_order(self) -> np.ndarray:
-        """Leaves in left-to-right order (iterative, no recursion limit)."""
-        out: list[int] = []
-        stack = [self.root] if self.n_leaves else []
-        while stack:
-            node = stack.pop()
-            if node < self.n_leaves:
-                out.append(node)
-            else:
-                a, b = self.children[node - self.n_leaves]
-                stack.append(int(b))
-                stack.append(int(a))
-        return np.asarray(out, dtype=np.int64)
+        """Leaves in left-to-right order (each node's first child's leaves first)."""
+        return subtree_spans(self.children, self.n_leaves)[0]
 
 
 @njit(cache=True, nogil=True)

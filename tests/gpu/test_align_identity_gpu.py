@@ -27,8 +27,7 @@ PARAMS = AlignParams(quiet=True)
 
 def simulated(n: int, length: int, seed: int) -> SeqDB:
     fam = simulate(SimParams(n=n, length=length, seed=seed))
-    pairs = [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
-    return SeqDB.from_pairs(pairs)
+    return SeqDB.from_pairs(fam.records())
 
 
 def assert_identical(db: SeqDB, cuda_backend) -> None:
@@ -53,7 +52,7 @@ def test_simulated_hybrid(cuda_backend, hybrid, n, length, seed):
 def test_simulated_nucleotides(cuda_backend, n, length, seed, alphabet):
     """A DNA/RNA family (nucleotide codes, the NUC scheme, N and IUPAC codes) aligns identically."""
     fam = simulate(SimParams(n=n, length=length, seed=seed, height=0.5, alphabet=alphabet))
-    pairs = [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
+    pairs = fam.records()
     pairs[0] = (pairs[0][0], pairs[0][1][:30] + b"NRYKMn" + pairs[0][1][30:])
     assert_identical(SeqDB.from_pairs(pairs), cuda_backend)
 

@@ -1,5 +1,6 @@
-"""``--consistency`` on the GPU: the library's pairwise alignments run on the device, the stage's
-bonuses on the host; the rows are the CPU's, byte for byte."""
+"""``--consistency`` on the GPU: the library's pairwise alignments run on the device, its bonuses
+are built on the host between levels and added by the merge kernels; the rows are the CPU's,
+byte for byte."""
 from __future__ import annotations
 
 import sys
@@ -18,23 +19,19 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "datasets"))
 from simulate import SimParams, simulate  # noqa: E402
 
+from tests.gpu.same_rows import assert_gpu_rows_are_cpus  # noqa: E402
+
 pytestmark = pytest.mark.gpu
 
 
 def _same(db: SeqDB, params: AlignParams, cuda_backend) -> None:
-    cpu = align_db(db, params, CpuBackend())
-    gpu = align_db(db, params, cuda_backend)
-    assert gpu.names == cpu.names
-    np.testing.assert_array_equal(gpu.rows, cpu.rows)
-    off = align_db(db, params.with_(consistency=0), CpuBackend())
-    assert off.rows.shape != cpu.rows.shape or (off.rows != cpu.rows).any()
+    assert_gpu_rows_are_cpus(db, params, cuda_backend, params.with_(consistency=0))
 
 
 @pytest.mark.parametrize(("n", "length", "seed"), [(200, 120, 1), (600, 90, 2)])
 def test_random_families(cuda_backend, n, length, seed):
     fam = simulate(SimParams(n=n, length=length, seed=seed))
-    pairs = [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
-    _same(SeqDB.from_pairs(pairs), AlignParams(quiet=True, consistency=8, seed=seed, refine="off"), cuda_backend)
+    _same(SeqDB.from_pairs(fam.records()), AlignParams(quiet=True, consistency=8, seed=seed, refine="off"), cuda_backend)
 
 
 def test_balifam_families(cuda_backend, shared_dir):

@@ -5,38 +5,30 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from msa.backends.cpu import CpuBackend
 from msa.io.fasta import read_fasta
 from msa.params import AlignParams
-from msa.pipeline import align_db
 from msa.seqdb import SeqDB
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "datasets"))
 from simulate import SimParams, simulate  # noqa: E402
 
+from tests.gpu.same_rows import assert_gpu_rows_are_cpus  # noqa: E402
+
 pytestmark = pytest.mark.gpu
 
 
 def _same(db: SeqDB, params: AlignParams, cuda_backend) -> None:
-    """The GPU's rows are the CPU's, and refinement changed them (the test tests something)."""
-    cpu = align_db(db, params, CpuBackend())
-    gpu = align_db(db, params, cuda_backend)
-    assert gpu.names == cpu.names
-    np.testing.assert_array_equal(gpu.rows, cpu.rows)
-    off = align_db(db, params.with_(refine="off"), CpuBackend())
-    assert off.rows.shape != cpu.rows.shape or (off.rows != cpu.rows).any()
+    assert_gpu_rows_are_cpus(db, params, cuda_backend, params.with_(refine="off"))
 
 
 @pytest.mark.parametrize(("n", "length", "seed", "refine"), [(30, 120, 1, "20"), (150, 200, 2, "40"),
                                                              (300, 90, 3, "8")])
 def test_random_families(cuda_backend, n, length, seed, refine):
     fam = simulate(SimParams(n=n, length=length, seed=seed))
-    pairs = [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
-    _same(SeqDB.from_pairs(pairs), AlignParams(quiet=True, refine=refine, seed=seed), cuda_backend)
+    _same(SeqDB.from_pairs(fam.records()), AlignParams(quiet=True, refine=refine, seed=seed), cuda_backend)
 
 
 def test_balifam_family(cuda_backend, shared_dir):

@@ -37,8 +37,7 @@ def test_split_on_the_gpu_is_the_cpu_whole_run(seed: int, cuda_backend, tmp_path
     from msa.seqdb import SeqDB
 
     fam = simulate(SimParams(n=int(rng.integers(300, 3000)), length=int(rng.integers(50, 300)), seed=seed))
-    db = SeqDB.from_pairs([(n, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes())
-                           for i, n in enumerate(fam.names)])
+    db = SeqDB.from_pairs(fam.records())
     _check(db, cuda_backend, tmp_path, (2, 5))
 
 

@@ -34,9 +34,7 @@ MATRIX = load_matrix("PFASUM43")
 
 
 def _family(seed: int, n: int, length: int) -> SeqDB:
-    fam = simulate(SimParams(n=n, length=length, seed=seed))
-    return SeqDB.from_pairs([(name, fam.residues[fam.offsets[i]:fam.offsets[i + 1]].tobytes())
-                             for i, name in enumerate(fam.names)])
+    return SeqDB.from_pairs(simulate(SimParams(n=n, length=length, seed=seed)).records())
 
 
 def _oracle(db: SeqDB, tree, weights, library, gaps) -> tuple[np.ndarray, int]:

@@ -29,7 +29,7 @@ def detect(*seqs: str) -> str:
 
 def small_dna_family(n: int = 30, length: int = 90, seed: int = 4, alphabet: str = "dna") -> list[tuple[str, bytes]]:
     fam = simulate(SimParams(n=n, length=length, seed=seed, height=0.4, indel_rate=0.03, alphabet=alphabet))
-    return [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
+    return fam.records()
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_dna_family_invariants_and_letters_kept(alphabet: str) -> None:
 
 def test_dna_alignment_is_accurate_on_a_small_family() -> None:
     fam = simulate(SimParams(n=40, length=120, seed=7, height=0.4, alphabet="dna"))
-    pairs = [(name, fam.residues[fam.offsets[i] : fam.offsets[i + 1]].tobytes()) for i, name in enumerate(fam.names)]
+    pairs = fam.records()
     aligned = align_db(SeqDB.from_pairs(pairs), AlignParams(quiet=True), CpuBackend())
     from msa.scoring import score_alignments
 
