@@ -81,6 +81,13 @@ CONSISTENCY_MAX_MERGES = 1024
 #: Families of more distinct sequences than this are aligned without bonuses: the level loop
 #: keeps a host copy of every level's maps for them (8 bytes a column of every node).
 CONSISTENCY_MAX_SEQUENCES = 1 << 16
+#: ``--consistency``'s words; any other value is a number of sequences drawn from each side.
+CONSISTENCY_MODES = ("auto", "off")
+#: ``--consistency auto`` draws CONSISTENCY_AUTO_SAMPLES a side in the families ``--refine auto``
+#: leaves alone (more than REFINE_AUTO_MAX distinct sequences): there it gained 1.5-1.7 SP points
+#: (balifam1000, balifam10000-dev), where refinement gains 0.1; on balifam100, which refinement
+#: covers, it lost 0.4-0.5 (docs/accuracy.md).
+CONSISTENCY_AUTO_SAMPLES = 8
 
 
 @dataclass(frozen=True)
@@ -186,9 +193,10 @@ class AlignParams:
     #: Iterative refinement after the progressive stage (msa.refine): ``off``, a number of
     #: rounds, or ``auto`` (REFINE_AUTO_ROUNDS rounds up to REFINE_AUTO_MAX distinct sequences).
     refine: str = "auto"
-    #: Consistency at the top merges (msa.consistency): sequences drawn from each side of every
-    #: merge of two large clusters, 0 for none.
-    consistency: int = 0
+    #: Consistency at the top merges (msa.consistency): ``off``, a number of sequences drawn
+    #: from each side of every merge of two large clusters, or ``auto`` (CONSISTENCY_AUTO_SAMPLES
+    #: past REFINE_AUTO_MAX distinct sequences).
+    consistency: str = "auto"
     seed: int = 0
     threads: int = 0
     device: Device = "auto"
@@ -233,8 +241,10 @@ class AlignParams:
             raise ValueError(f"unknown weights {self.weights!r}; choose {', '.join(WEIGHTS)}")
         if self.gzip_level not in range(1, 10):
             raise ValueError(f"gzip level must be 1 to 9, got {self.gzip_level}")
-        if self.consistency < 0:
-            raise ValueError(f"consistency must be a number of sequences or off, got {self.consistency}")
+        if self.consistency not in CONSISTENCY_MODES and not (
+                self.consistency.isascii() and self.consistency.isdigit() and int(self.consistency) > 0):
+            raise ValueError(f"consistency must be a number of sequences (at least 1), "
+                             f"{' or '.join(CONSISTENCY_MODES)}; got {self.consistency!r}")
         if self.refine not in REFINE_MODES and not (self.refine.isdigit() and self.refine.isascii()):
             raise ValueError(f"refine must be a number of rounds, {' or '.join(REFINE_MODES)}; got {self.refine!r}")
 
@@ -245,6 +255,20 @@ class AlignParams:
         if self.refine == "auto":
             return REFINE_AUTO_ROUNDS if n_distinct <= REFINE_AUTO_MAX else 0
         return int(self.refine)
+
+    def consistency_samples(self, n_distinct: int) -> int:
+        """Sequences drawn from each side of a large merge (msa.consistency) in a family of
+        ``n_distinct`` distinct sequences; 0: no bonuses."""
+        if self.consistency == "off" or not 2 <= n_distinct <= CONSISTENCY_MAX_SEQUENCES:
+            return 0
+        if self.consistency == "auto":
+            return CONSISTENCY_AUTO_SAMPLES if n_distinct > REFINE_AUTO_MAX else 0
+        return int(self.consistency)
+
+    def needs_whole(self, n_distinct: int) -> bool:
+        """Whether refinement or consistency bonuses, which a split family's pieces do not take
+        (msa.run.split), need the family's whole alignment."""
+        return self.refine_rounds(n_distinct) > 0 or self.consistency_samples(n_distinct) > 0
 
     def with_(self, **changes: object) -> "AlignParams":
         return replace(self, **changes)

@@ -11,7 +11,7 @@ import numpy as np
 from msa.alignment import AlignedRows
 from msa.alphabet import detect_seq_type, load_matrix
 from msa.backends import Backend, get_backend
-from msa.params import CONSISTENCY_MAX_SEQUENCES, AlignParams, gap_costs
+from msa.params import AlignParams, gap_costs
 from msa.progress import current
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, NewickError, build_guide_tree, read_newick
@@ -156,14 +156,15 @@ def align_families(
 
 
 def family_library(db: SeqDB, tree: GuideTree, matrix: np.ndarray, params: AlignParams, backend: Backend):
-    """The consistency library of a family's top merges (msa.consistency), or None when
-    ``params.consistency`` is off or the family is past CONSISTENCY_MAX_SEQUENCES."""
-    if not params.consistency or not 2 <= len(db) <= CONSISTENCY_MAX_SEQUENCES:
+    """The consistency library of a family's top merges (msa.consistency), or None where
+    ``params`` draws no samples for a family of its size."""
+    samples = params.consistency_samples(len(db))
+    if not samples:
         return None
     from msa.consistency import top_library
     from msa.profile import gap_vector
 
-    return top_library(db, tree, matrix, gap_vector(gap_costs(params, 2)), backend, params.consistency, params.seed)
+    return top_library(db, tree, matrix, gap_vector(gap_costs(params, 2)), backend, samples, params.seed)
 
 
 def refine_stage(

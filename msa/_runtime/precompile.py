@@ -167,7 +167,7 @@ def align_cli(x: Inputs) -> None:
         msa.consistency.CONSISTENCY_MIN_SIDE = 4
         two = [(f"{k}{name}", s) for k, seed in (("a", 4), ("b", 5)) for name, s in family(seed, 30, 80, PROTEIN)]
         for backend in (x.cpu, LevelLoop()):
-            align_db(SeqDB.from_pairs(two), x.base.with_(consistency=4), backend)
+            align_db(SeqDB.from_pairs(two), x.base.with_(consistency="4"), backend)
     finally:
         msa.consistency.CONSISTENCY_MIN_SIDE = min_side
 

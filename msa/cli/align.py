@@ -15,7 +15,7 @@ from msa.cli.options import (
     GpuMemoryOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt, RefineOpt,
     ConnectTimeoutOpt, ConsistencyOpt, GzipLevelOpt, SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt,
     TerminalGapOpt,
-    ThreadsOpt, VerboseOpt, WeightsChoice, WeightsOpt, _D, _check_scoring, _consistency, _memory_cap, _params,
+    ThreadsOpt, VerboseOpt, WeightsChoice, WeightsOpt, _D, _check_scoring, _memory_cap, _params,
     _tree_choice,
     _tree_options,
 )
@@ -101,7 +101,7 @@ def align(
     weights: WeightsOpt = WeightsChoice(_D.weights),
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     refine: RefineOpt = _D.refine,
-    consistency: ConsistencyOpt = "off",
+    consistency: ConsistencyOpt = _D.consistency,
     seed: SeedOpt = _D.seed,
     gpu_memory: GpuMemoryOpt = None,
     quiet: QuietOpt = _D.quiet,
@@ -113,7 +113,7 @@ def align(
             seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             weights=weights, keep_duplicates=keep_duplicates, refine=refine, seed=seed, threads=threads, device=device,
-            quiet=quiet, consistency=_consistency(consistency),
+            quiet=quiet, consistency=consistency,
             gzip_level=gzip_level, **_tree_choice(tree),
         )
         if tree_out is not None and params.tree_file is not None:

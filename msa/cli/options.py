@@ -11,8 +11,9 @@ import typer
 
 from msa.backends import GB
 from msa.params import (
-    AlignParams, DEVICES, FORMATS, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX, NUCLEOTIDE_SCHEME, WEIGHTS,
-    PARTTREE_SPLITS, PROTEIN_SCHEME, REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, SEQ_TYPES, TREE_DISTANCES,
+    AlignParams, CONSISTENCY_AUTO_SAMPLES, DEVICES, FORMATS, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX,
+    NUCLEOTIDE_SCHEME, WEIGHTS, PARTTREE_SPLITS, PROTEIN_SCHEME, REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, SEQ_TYPES,
+    TREE_DISTANCES,
 )
 
 
@@ -99,10 +100,11 @@ RefineOpt = Annotated[
 ConsistencyOpt = Annotated[
     str,
     typer.Option(
-        "--consistency", metavar="N|off",
+        "--consistency", metavar="N|auto|off",
         help="Where two large clusters merge, draw N sequences from each side, align the N x N pairs "
         "and favour the columns they agree on (T-Coffee's consistency at the top of the tree; slower, "
-        "more accurate on real families). off: FAMSA's merges.",
+        "more accurate on real families). off: FAMSA's merges; auto: "
+        + f"{CONSISTENCY_AUTO_SAMPLES} past {REFINE_AUTO_MAX} distinct sequences, where --refine auto stops.",
     ),
 ]
 GpuMemoryOpt = Annotated[
@@ -227,15 +229,6 @@ def _memory_cap(gpu_memory: float | None) -> int | None:
     if not math.isfinite(gpu_memory) or gpu_memory <= 0:
         raise ValueError(f"--gpu-memory {gpu_memory:g}: give a positive number of GB")
     return max(1, int(gpu_memory * GB))
-
-
-def _consistency(value: str) -> int:
-    """``--consistency N|off``: sequences drawn from each side (0: off)."""
-    if value == "off":
-        return 0
-    if not (value.isascii() and value.isdigit()) or int(value) < 1:
-        raise ValueError(f"--consistency {value!r}: give a number of sequences (at least 1) or off")
-    return int(value)
 
 
 def _tree_choice(value: str) -> dict[str, str]:

@@ -300,7 +300,7 @@ def split_plan_on_worker(
             return exc
         if isinstance(read, FamilyResult):
             value: Any = read
-        elif read.prepared.params.refine_rounds(len(read.prepared.unique)) > 0 or read.prepared.params.consistency:
+        elif read.prepared.params.needs_whole(len(read.prepared.unique)):
             value = _align_alone(read, backend, fmt, lambda output: False)
         else:
             try:

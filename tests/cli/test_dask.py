@@ -473,12 +473,12 @@ def test_a_family_with_consistency_is_aligned_whole_on_one_worker(big, client, t
     from msa import align_files
 
     path, plain, _ = big
-    assert align_files([path], tmp_path / "one", device="cpu", refine="off", consistency=4).ok
+    assert align_files([path], tmp_path / "one", device="cpu", refine="off", consistency="4").ok
     want = (tmp_path / "one" / "big.fa").read_bytes()
     assert want != plain
     monkeypatch.setattr(run_split, "SPLIT_FAMILY_BYTES", 1000)
     monkeypatch.setenv(run_dask.TIMELINE_ENV, str(tmp_path / "timeline.json"))
-    assert align_files([path], tmp_path / "out", scheduler=client, device="cpu", refine="off", consistency=4).ok
+    assert align_files([path], tmp_path / "out", scheduler=client, device="cpu", refine="off", consistency="4").ok
     assert (tmp_path / "out" / "big.fa").read_bytes() == want
     tasks = json.loads((tmp_path / "timeline.json").read_text())["tasks"]
     assert sorted(t["kind"] for t in tasks) == ["split plan", "warm-up", "warm-up"]

@@ -25,13 +25,13 @@ pytestmark = pytest.mark.gpu
 
 
 def _same(db: SeqDB, params: AlignParams, cuda_backend) -> None:
-    assert_gpu_rows_are_cpus(db, params, cuda_backend, params.with_(consistency=0))
+    assert_gpu_rows_are_cpus(db, params, cuda_backend, params.with_(consistency="off"))
 
 
 @pytest.mark.parametrize(("n", "length", "seed"), [(200, 120, 1), (600, 90, 2)])
 def test_random_families(cuda_backend, n, length, seed):
     fam = simulate(SimParams(n=n, length=length, seed=seed))
-    _same(SeqDB.from_pairs(fam.records()), AlignParams(quiet=True, consistency=8, seed=seed, refine="off"), cuda_backend)
+    _same(SeqDB.from_pairs(fam.records()), AlignParams(quiet=True, consistency="8", seed=seed, refine="off"), cuda_backend)
 
 
 def test_balifam_families(cuda_backend, shared_dir):
@@ -39,7 +39,7 @@ def test_balifam_families(cuda_backend, shared_dir):
     paths = [base / f for f in ("PF00009.1000", "PF00018.1000")]
     if not all(p.is_file() for p in paths):
         pytest.skip(f"{base} is absent")
-    params = AlignParams(quiet=True, consistency=8)
+    params = AlignParams(quiet=True, consistency="8")
     dbs = [read_fasta(str(p)) for p in paths]
     _same(dbs[0], params, cuda_backend)
     many = align_families([prepare_family(db, params, note=False) for db in dbs], cuda_backend)

@@ -17,7 +17,9 @@ from msa.alphabet import load_matrix
 from msa.backends.cpu import CpuBackend
 from msa.backends.cpu.align import _first_is_p1, build_parent, dp_path
 from msa.io.fasta import read_aligned_fasta, read_fasta
-from msa.params import AlignParams, gap_costs
+from msa.params import (
+    CONSISTENCY_AUTO_SAMPLES, CONSISTENCY_MAX_SEQUENCES, REFINE_AUTO_MAX, AlignParams, gap_costs,
+)
 from msa.pipeline import align_db, align_families, family_library, prepare_family
 from msa.profile import N_COUNTS, gap_vector
 from msa.progressive import progressive_align
@@ -79,7 +81,7 @@ def _oracle(db: SeqDB, tree, weights, library, gaps) -> tuple[np.ndarray, int]:
 def test_the_stage_adds_the_bonuses_the_definition_gives(monkeypatch, seed, n, length, samples, weighted):
     monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 4)
     db = _family(seed, n, length)
-    params = AlignParams(device="cpu", quiet=True, consistency=samples, seed=seed,
+    params = AlignParams(device="cpu", quiet=True, consistency=str(samples), seed=seed,
                          weights="tree" if weighted else "none")
     backend = CpuBackend()
     tree = build_guide_tree(db, params, backend)
@@ -123,7 +125,7 @@ def test_the_library_is_the_sampled_pairs_alignments(monkeypatch):
 def test_one_family_and_many_give_the_same_rows():
     db = read_fasta(str(EXAMPLE))
     halves = [SeqDB.from_pairs([(db.names[i], db.sequence(i)) for i in idx]) for idx in (range(0, 120), range(120, 200))]
-    params = AlignParams(device="cpu", quiet=True, consistency=4, refine="off")
+    params = AlignParams(device="cpu", quiet=True, consistency="4", refine="off")
     alone = [align_db(h, params, CpuBackend()) for h in halves]
     together = align_families([prepare_family(h, params, note=False) for h in halves], CpuBackend())
     for x, y, h in zip(alone, together, halves):
@@ -144,7 +146,7 @@ def test_the_command_line_option(tmp_path):
     assert plain.returncode == 0 and plain.stdout != out.read_bytes()
     bad = subprocess.run([sys.executable, "-m", "msa", "align", str(EXAMPLE), "--consistency", "many"],
                          capture_output=True)
-    assert bad.returncode != 0 and len(bad.stderr.splitlines()) == 1 and b"--consistency" in bad.stderr
+    assert bad.returncode != 0 and len(bad.stderr.splitlines()) == 1 and b"consistency" in bad.stderr
     assert not (tmp_path / "many").exists()
 
 
@@ -164,7 +166,7 @@ def test_the_level_loop_adds_the_same_bonuses(monkeypatch, where):
     monkeypatch.setattr(progressive, "HOST_STAGE", "device")
     monkeypatch.setattr(progressive, "HYBRID", True)
     dbs = [_family(seed, n, 50) for seed, n in ((5, 40), (6, 3), (7, 60))]
-    params = AlignParams(device="cpu", quiet=True, consistency=3, seed=2)
+    params = AlignParams(device="cpu", quiet=True, consistency="3", seed=2)
     trees = [build_guide_tree(db, params, CpuBackend()) for db in dbs]
     weights = [family_weights(t, params) for t in trees]
     libraries = [family_library(db, t, MATRIX, params, CpuBackend()) for db, t in zip(dbs, trees)]
@@ -194,3 +196,36 @@ def test_at_most_so_many_merges_take_bonuses(monkeypatch):
     smaller = np.minimum(size[tree.children[:, 0]], size[tree.children[:, 1]])
     assert len(kept) == 3 and set(kept) <= set(every)
     assert smaller[kept].min() >= np.sort(smaller[every])[-3]
+
+
+def test_auto_draws_where_refinement_stops():
+    """``--consistency auto`` (the default) takes the families ``--refine auto`` leaves alone."""
+    auto = AlignParams()
+    assert auto.consistency == "auto"
+    assert auto.consistency_samples(REFINE_AUTO_MAX) == 0 and auto.refine_rounds(REFINE_AUTO_MAX) > 0
+    assert auto.consistency_samples(REFINE_AUTO_MAX + 1) == CONSISTENCY_AUTO_SAMPLES
+    assert auto.refine_rounds(REFINE_AUTO_MAX + 1) == 0
+    assert auto.consistency_samples(CONSISTENCY_MAX_SEQUENCES + 1) == 0
+    assert AlignParams(consistency="off").consistency_samples(1000) == 0
+    assert AlignParams(consistency="3").consistency_samples(10) == 3
+    assert AlignParams(consistency="3").consistency_samples(1) == 0
+    assert auto.needs_whole(10) and auto.needs_whole(1000) and not auto.needs_whole(CONSISTENCY_MAX_SEQUENCES + 1)
+    for bad in ("0", "many", "-2", "\u0663", ""):
+        with pytest.raises(ValueError, match="consistency"):
+            AlignParams(consistency=bad)
+
+
+def test_auto_aligns_a_large_family_as_the_default_samples_do(monkeypatch):
+    """Past REFINE_AUTO_MAX distinct sequences the default command adds the bonuses of
+    CONSISTENCY_AUTO_SAMPLES a side; at the example's size it adds none."""
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 4)
+    big = _family(9, REFINE_AUTO_MAX + 20, 40)
+    default = align_db(big, AlignParams(device="cpu", quiet=True), CpuBackend())
+    drawn = align_db(big, AlignParams(device="cpu", quiet=True, consistency=str(CONSISTENCY_AUTO_SAMPLES)),
+                     CpuBackend())
+    np.testing.assert_array_equal(default.rows, drawn.rows)
+    check_alignment([(n, big.sequence(i)) for i, n in enumerate(big.names)], default.names, default.rows)
+    small = read_fasta(str(EXAMPLE))
+    plain = align_db(small, AlignParams(device="cpu", quiet=True), CpuBackend())
+    off = align_db(small, AlignParams(device="cpu", quiet=True, consistency="off"), CpuBackend())
+    np.testing.assert_array_equal(plain.rows, off.rows)
