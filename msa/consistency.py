@@ -136,13 +136,12 @@ class LevelBonuses:
     come over once each (a copy per level of a family with bonuses)."""
 
     def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray) -> None:
-        from numba import types
-        from numba.typed import List
+        from msa.backends.cpu.forest import new_level_maps
 
         self.library, self.offsets, self.n = library, offsets, len(offsets) - 1
         self.parent = np.full(self.n + len(children), -1, dtype=np.int64)
         self.parent[children.reshape(-1)] = np.repeat(np.arange(len(children), dtype=np.int64) + self.n, 2)
-        self.maps = List.empty_list(types.int64[::1])
+        self.maps, self.n_maps = new_level_maps(), 0
         self.level = np.full(len(self.parent), -1, dtype=np.int64)
         self.start = np.zeros(len(self.parent), dtype=np.int64)
         self.cur = np.zeros(int(offsets[-1]), dtype=np.int64)
@@ -166,6 +165,9 @@ class LevelBonuses:
 
     def add(self, kids: np.ndarray, col_offsets: np.ndarray, maps: np.ndarray) -> None:
         """A batch's maps (host), its children's columns at ``col_offsets``."""
-        self.level[kids] = len(self.maps)
+        from msa.backends.cpu.forest import keep_level_maps
+
+        self.level[kids] = self.n_maps
         self.start[kids] = col_offsets[:-1]
-        self.maps.append(np.ascontiguousarray(maps, dtype=np.int64))
+        keep_level_maps(self.maps, np.ascontiguousarray(maps, dtype=np.int64))
+        self.n_maps += 1

@@ -30,7 +30,9 @@ from collections.abc import Callable
 
 import numba
 import numpy as np
+from numba import types
 from numba.core.errors import NumbaPerformanceWarning
+from numba.typed import List
 
 from msa._runtime.jit import njit
 from msa.backends.cpu.align import _align_batch, _align_serial
@@ -83,6 +85,20 @@ def bonus_table(
     scale = na * nb * unit[k]
     for x in range(len(out)):
         out[x] *= scale
+
+
+@njit(cache=True, nogil=True)
+def new_level_maps():
+    """An empty list of levels' maps for the level loop's bonuses (msa.consistency.LevelBonuses).
+    Made and filled by compiled calls, which a run loads ready: numba.typed.List's own methods,
+    called from Python, are compiled anew in every process (~0.6 s here, a served run included)."""
+    return List.empty_list(types.int64[::1])
+
+
+@njit(cache=True, nogil=True)
+def keep_level_maps(level_maps, maps: np.ndarray) -> None:
+    """Append a level's maps to :func:`new_level_maps`'s list."""
+    level_maps.append(maps)
 
 
 #: align_forest calls the thread pool's twin of the batch DP (``_align_batch``) on levels with
