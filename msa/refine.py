@@ -265,10 +265,14 @@ def _distinct_pairs(pairs: np.ndarray) -> np.ndarray:
 
 def pair_library(codes, offsets, pairs, matrix, gaps, backend) -> tuple[np.ndarray, np.ndarray]:
     """Residue pairs (indices into ``codes``) that the pairwise alignment of each pair of rows
-    aligns, each pair a merge of two one-sequence profiles, in calls of ~LIBRARY_CHUNK residues."""
-    pair_len = np.diff(offsets)[pairs].sum(axis=1)
-    chunk = np.cumsum(pair_len) // LIBRARY_CHUNK
-    cuts = np.concatenate(([0], np.flatnonzero(chunk[1:] != chunk[:-1]) + 1, [len(pairs)]))
+    aligns, each pair a merge of two one-sequence profiles, in calls of ~LIBRARY_CHUNK residues
+    cut where the backend's memory asks (level_cuts: its tables are gathered there)."""
+    widths = np.diff(offsets)[pairs]
+    if len(pairs) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    chunk = np.cumsum(widths.sum(axis=1)) // LIBRARY_CHUNK
+    cuts = np.union1d(np.concatenate(([0], np.flatnonzero(chunk[1:] != chunk[:-1]) + 1, [len(pairs)])),
+                      backend.level_cuts(widths.reshape(-1)))
     on_backend = backend.xp.asarray(codes)  # one upload: each call's one-hot tables are made there
     parts = [_aligned_pairs(on_backend, offsets, pairs[a:b], matrix, gaps, backend)
              for a, b in zip(cuts[:-1], cuts[1:])]

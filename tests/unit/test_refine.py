@@ -130,6 +130,26 @@ def _library(db: SeqDB, tree, seed: int, method: Method):
                         CpuBackend())
 
 
+class _CutEvery3(CpuBackend):
+    """A backend whose memory takes three merges a piece (as a capped GPU cuts a level)."""
+
+    def level_cuts(self, kid_widths: np.ndarray) -> np.ndarray:
+        return np.unique(np.append(np.arange(0, len(kid_widths) // 2, 3), len(kid_widths) // 2))
+
+
+def test_library_cut_where_the_backend_asks_is_the_same():
+    db = _family(3, n=12)
+    pairs = partner_pairs(len(db), 3, np.random.default_rng(1))
+    args = (db.codes, np.asarray(db.offsets), pairs, load_matrix("PFASUM43"), gap_vector(PAIR_GAPS))
+    whole, cut = pair_library(*args, CpuBackend()), pair_library(*args, _CutEvery3())
+    assert len(pairs) > 6 and len(whole[0]) > 0
+    for x, y in zip(whole, cut):
+        np.testing.assert_array_equal(x, y)
+    empty = pair_library(db.codes, np.asarray(db.offsets), pairs[:0], load_matrix("PFASUM43"), gap_vector(PAIR_GAPS),
+                         CpuBackend())
+    assert [len(x) for x in empty] == [0, 0]
+
+
 def test_library_is_the_pairwise_alignments():
     """Each library pair is a pair of residues that the two rows' own alignment puts in one column."""
     db = _family(2, n=6)
