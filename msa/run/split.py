@@ -126,9 +126,12 @@ class AlignedPiece:
 def plan_split(prepared, tree: GuideTree, pieces: int) -> tuple[SplitPlan, list[Piece]]:
     """Cut ``tree`` (over ``prepared.unique``, a msa.pipeline.PreparedFamily) into subtrees of at
     most 1/(``pieces`` x SUBTREES_PER_PIECE) of the sequences and pack them, largest first,
-    into ``pieces`` pieces of about equal residues (fewer where there are fewer subtrees)."""
+    into ``pieces`` pieces of about equal residues (fewer where there are fewer subtrees). A family
+    that refinement or consistency bonuses would change is not split (its pieces take neither)."""
     unique = prepared.unique
     n = len(unique)
+    if prepared.params.needs_whole(n):
+        raise ValueError("a family refined or with consistency bonuses is aligned whole, not split")
     cut = cut_tree(tree, max(1, -(-n // (pieces * SUBTREES_PER_PIECE))), MAX_TOP_MERGES)
     weights = family_weights(tree, prepared.params)  # the whole tree's, so every merge is the one-process run's
     sub_weights = [None if weights is None else weights[leaves] for leaves in cut.leaves]

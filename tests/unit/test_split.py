@@ -73,7 +73,7 @@ def _family(seed: int) -> SeqDB:
 @pytest.mark.parametrize("seed", range(3))
 def test_the_pieces_write_the_one_process_output(seed: int, tmp_path: Path) -> None:
     db = _family(seed)
-    family = prepare_family(db, AlignParams(device="cpu", refine="off"), note=False)
+    family = prepare_family(db, AlignParams(device="cpu", refine="off", consistency="off"), note=False)
     backend = CpuBackend()
     whole = align_prepared(family, backend)
     expected = io.BytesIO()
