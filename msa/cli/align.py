@@ -63,13 +63,14 @@ def align(
         Optional[int],
         typer.Option(
             "--workers", min=1,
-            help="Start a local Dask cluster for the run: one worker per GPU (at most N) with "
-            "dask-cuda and a GPU, else N CPU worker processes. Needs msa\\[dask].",
+            help="Start a local Dask cluster of N workers for the run: spread over the GPUs with "
+            "dask-cuda and a GPU (several may share one), else N CPU worker processes. Needs msa\\[dask].",
         ),
     ] = None,
     gpus: Annotated[
         Optional[int],
-        typer.Option("--gpus", min=1, help="A local dask-cuda cluster of N GPU workers (-o: one large family split across them). "
+        typer.Option("--gpus", min=1, help="A local Dask cluster on N GPUs, several workers on each (fewer on few "
+                     "cores; --workers sets how many in all); -o: one large family split across them. "
                      "Needs msa\\[dask-gpu]."),
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format("fasta"),

@@ -70,6 +70,7 @@ def align_files(
     backend: BackendLike = None,
     scheduler: object = None,
     workers: int | None = None,
+    gpus: int | None = None,
     **options: object,
 ) -> RunSummary:
     """Align each input file (or each file of an input directory) into ``output_dir``.
@@ -86,9 +87,10 @@ def align_files(
         skip_existing: leave inputs whose output exists alone (resume a run).
         backend: a started backend, or a function returning one; None starts the
             ``params.device`` backend once, on the first family that needs it.
-        scheduler, workers: a Dask cluster's scheduler address (or a
-            ``distributed.Client``), or a number of local workers to start:
-            the families go to Dask workers, each with its own backend
+        scheduler, workers, gpus: a Dask cluster's scheduler address (or a
+            ``distributed.Client``), or a local cluster to start (a number of
+            workers, of GPUs, or both: ``--workers``/``--gpus``): the families go
+            to Dask workers, each with its own backend
             (:func:`msa.run.dask.run_families_dask`; needs ``msa[dask]``).
 
     Returns:
@@ -106,7 +108,7 @@ def align_files(
     from msa.run.plan import plan_run, tree_file_read
 
     params = (params or AlignParams()).with_(**options)
-    cluster = cluster_options(params.device, scheduler=scheduler, workers=workers)
+    cluster = cluster_options(params.device, scheduler=scheduler, workers=workers, gpus=gpus)
     families = plan_run(inputs, output_dir, fmt=fmt, gzip=gzip, reads=tree_file_read(params))
     return run_families(families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, cluster=cluster)
 
@@ -126,14 +128,15 @@ def run_families(
 ) -> RunSummary:
     """Align planned families (:func:`plan_run`) in this process, or with ``cluster`` (from
     :func:`cluster_options`) on Dask's workers, each with its own backend: the one place that
-    chooses. ``backend``, ``early_start`` and ``memory_cap`` are this process's
-    (:func:`msa.run.local.run_local`); ``progress`` draws one bar over the families and
+    chooses. ``backend`` and ``early_start`` are this process's (:func:`msa.run.local.run_local`),
+    ``memory_cap`` (``--gpu-memory``) this process's or each worker's; ``progress`` draws one bar over the families and
     ``on_result`` hears of each family as it ends."""
     if cluster:
         from msa.run.dask import run_families_dask
 
         return run_families_dask(
-            families, params, fmt=fmt, skip_existing=skip_existing, progress=progress, on_result=on_result, **cluster
+            families, params, fmt=fmt, skip_existing=skip_existing, memory_cap=memory_cap, progress=progress,
+            on_result=on_result, **cluster,
         )
     from msa.run.local import run_local
 

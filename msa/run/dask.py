@@ -1,6 +1,6 @@
 """The families of a run on a Dask cluster: ``msa align IN... -O DIR --scheduler ADDRESS | --workers N``.
 
-Dask (``distributed``, and ``dask_cuda`` for one worker per GPU) places the
+Dask (``distributed``; ``dask_cuda`` finds the GPUs) places the
 tasks on workers and retries them; nothing here schedules. The client plans
 the tasks (:func:`plan_groups`): each large family alone, the small ones in
 groups that a worker runs with :func:`msa.run.local.run_local`, as the
@@ -72,13 +72,15 @@ def require_dask(flag: str) -> Any:
 def check_options(device: str, scheduler: Any = None, workers: int | None = None, gpus: int | None = None) -> Any:
     """The ``distributed`` module once the cluster options are known to be usable (before any work).
 
-    Raises ValueError for none or several of them or ``gpus`` with the CPU
+    Raises ValueError for none of them, ``scheduler`` with another, or ``gpus`` with the CPU
     device, DaskUnavailable without Dask (or without dask-cuda for ``gpus``).
     """
     given = [flag for flag, value in (("--scheduler", scheduler), ("--workers", workers), ("--gpus", gpus))
              if value is not None]
-    if len(given) != 1:
-        raise ValueError(f"{', '.join(given) or 'no cluster'}: give one of --scheduler, --workers and --gpus")
+    if not given:
+        raise ValueError("no cluster: give --scheduler, or --workers and/or --gpus")
+    if scheduler is not None and len(given) > 1:
+        raise ValueError(f"{', '.join(given)}: a cluster given by --scheduler takes no --workers or --gpus")
     if gpus is not None and device == "cpu":
         raise ValueError("--gpus with --device cpu: use --workers N for CPU workers")
     distributed = require_dask(given[0])
@@ -133,12 +135,28 @@ _BACKENDS: dict[str, Backend] = {}
 _LOCK = threading.Lock()
 
 
-def worker_backend(device: str) -> Backend:
-    """This process's backend for ``device``, started on its first task and kept warm."""
+def worker_backend(device: str, memory_cap: int | None = None) -> Backend:
+    """This process's backend for ``device``, started on its first task and kept warm; on a GPU
+    that it shares with other workers of the local cluster (GPU_SHARE_ENV), its device memory
+    is capped at its share, within ``memory_cap`` (``--gpu-memory``)."""
     backend = _BACKENDS.get(device)
     if backend is None:
-        backend = _BACKENDS[device] = get_backend(device, quiet=True)
+        backend = _BACKENDS[device] = get_backend(device, quiet=True, memory_cap=_shared_cap(device, memory_cap))
     return backend
+
+
+def _shared_cap(device: str, memory_cap: int | None) -> int | None:
+    """``memory_cap``, at most this worker's share of its GPU's memory when several share it."""
+    share = int(os.environ.get(GPU_SHARE_ENV) or 1)
+    if share <= 1 or device == "cpu":
+        return memory_cap
+    try:
+        import cupy
+
+        own = int(cupy.cuda.runtime.memGetInfo()[1]) // share
+    except Exception:  # no CuPy or no device: get_backend says why, or runs on the CPU
+        return memory_cap
+    return own if memory_cap is None else min(own, memory_cap)
 
 
 def worker_threads(threads: int, cores: int, workers_here: int, allowed: int | None = None) -> int:
@@ -149,6 +167,15 @@ def worker_threads(threads: int, cores: int, workers_here: int, allowed: int | N
     if threads > 0:
         return threads
     return max(1, min(cores // max(workers_here, 1), allowed or cores))
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSetup:
+    """What every task needs to set its worker up, decided by the client once per run: the
+    count of workers per host (their threads: :func:`worker_threads`) and ``--gpu-memory``."""
+
+    per_host: Mapping[str, int]
+    memory_cap: int | None = None
 
 
 def _worker_params(params: AlignParams, per_host: Mapping[str, int]) -> AlignParams:
@@ -202,17 +229,19 @@ class _StageClock(Progress):
 
 
 @contextlib.contextmanager
-def _task(kind: str, params: AlignParams, per_host: Mapping[str, int], families: int = 0) -> Iterator[dict[str, Any]]:
+def _task(kind: str, params: AlignParams, setup: WorkerSetup, families: int = 0) -> Iterator[dict[str, Any]]:
     """A task on this worker: the one-task lock, its params with the worker's threads
-    (``box["params"]``, set for Numba), a silent reporter timing its stages (``box["clock"]``)
-    and, once it ends, its record (``box["record"]``)."""
+    (``box["params"]``, set for Numba), its backend (``box["backend"]()``: :func:`worker_backend`),
+    a silent reporter timing its stages (``box["clock"]``) and, once it ends, its record
+    (``box["record"]``)."""
     import distributed
 
     start = time.time()
     clock = _StageClock()
     box: dict[str, Any] = {"clock": clock}
     with _LOCK:
-        box["params"] = _worker_params(params, per_host)
+        box["params"] = run_params = _worker_params(params, setup.per_host)
+        box["backend"] = lambda: worker_backend(run_params.device, setup.memory_cap)
         from msa.pipeline import _set_threads
 
         _set_threads(box["params"].threads)
@@ -222,19 +251,19 @@ def _task(kind: str, params: AlignParams, per_host: Mapping[str, int], families:
                                families, clock.seconds)
 
 
-def warm_up_worker(device: str, params: AlignParams, per_host: Mapping[str, int]) -> TaskRecord | BackendUnavailable:
+def warm_up_worker(params: AlignParams, setup: WorkerSetup) -> TaskRecord | BackendUnavailable:
     """The first task of each worker: its backend started (device context, kernels loaded) and
     its threads set while the client submits the families."""
-    with _task("warm-up", params, per_host) as box:
+    with _task("warm-up", params, setup) as box:
         try:
-            worker_backend(device)
+            box["backend"]()
         except BackendUnavailable as exc:
             return exc
     return box["record"]
 
 
 def align_group_on_worker(
-    group: Sequence[Family], params: AlignParams, fmt: str, cwd: str, per_host: Mapping[str, int], since_ns: int,
+    group: Sequence[Family], params: AlignParams, fmt: str, cwd: str, setup: WorkerSetup, since_ns: int,
 ) -> tuple[list[FamilyResult], TaskRecord] | BackendUnavailable:
     """The task of a group of families: :func:`msa.run.local.run_local` with the worker's warm
     backend (small families in shared launches), each family's result its own.
@@ -247,10 +276,9 @@ def align_group_on_worker(
     exceptions, so that Dask does not retry them.
     """
     where = [_on_worker(f, cwd) for f in group]
-    with _task("group", params, per_host, len(group)) as box:
-        run_params = box["params"]
+    with _task("group", params, setup, len(group)) as box:
         try:
-            summary = run_local(where, run_params, fmt=fmt, backend=lambda: worker_backend(run_params.device),
+            summary = run_local(where, box["params"], fmt=fmt, backend=box["backend"],
                                 progress=box["clock"], keep=functools.partial(_written_since, since_ns))
         except BackendUnavailable as exc:
             return exc
@@ -280,7 +308,7 @@ def _written_since(since_ns: int, path: str) -> bool:
 
 
 def split_plan_on_worker(
-    family: Family, params: AlignParams, fmt: str, cwd: str, per_host: Mapping[str, int], pieces: int,
+    family: Family, params: AlignParams, fmt: str, cwd: str, setup: WorkerSetup, pieces: int,
 ) -> tuple[Any, TaskRecord] | BackendUnavailable:
     """A split family's first task: read, prepared and its guide tree built
     (msa.run.split.plan_split), or, where refinement or ``--consistency`` (whose bonuses the
@@ -291,11 +319,11 @@ def split_plan_on_worker(
     from msa.run.split import plan_split
 
     where = _on_worker(family, cwd)
-    with _task("split plan", params, per_host, 1) as box:
+    with _task("split plan", params, setup, 1) as box:
         params = box["params"]
         read = _read_family(where, params, fmt)
         try:
-            backend = worker_backend(params.device)
+            backend = box["backend"]()
         except BackendUnavailable as exc:
             return exc
         if isinstance(read, FamilyResult):
@@ -315,35 +343,35 @@ def split_plan_on_worker(
 
 
 def align_piece_on_worker(
-    piece: Any, plan: Any, params: AlignParams, per_host: Mapping[str, int], *arrived: None,
+    piece: Any, plan: Any, params: AlignParams, setup: WorkerSetup, *arrived: None,
 ) -> tuple[Any, TaskRecord]:
     """A piece's subtrees aligned (msa.run.split.align_piece); ``arrived``: the other pieces'
     :func:`_arrived`, which it waits for."""
     from msa.run.split import align_piece
 
-    with _task("split piece", params, per_host) as box:
-        aligned = align_piece(piece, plan, worker_backend(box["params"].device))  # its own stage
+    with _task("split piece", params, setup) as box:
+        aligned = align_piece(piece, plan, box["backend"]())  # its own stage
     return aligned, box["record"]
 
 
 def merge_top_on_worker(plan: Any, profiles: Sequence[Mapping[int, Any]], params: AlignParams,
-                        per_host: Mapping[str, int]) -> tuple[Any, TaskRecord]:
+                        setup: WorkerSetup) -> tuple[Any, TaskRecord]:
     """The merges above the cut (msa.run.split.merge_top), from each piece's root profiles."""
     from msa.run.split import merge_top
 
-    with _task("split top", params, per_host) as box:
+    with _task("split top", params, setup) as box:
         with current().stage("top merges"):
-            top = merge_top(plan, profiles, worker_backend(box["params"].device))
+            top = merge_top(plan, profiles, box["backend"]())
     return top, box["record"]
 
 
 def write_piece_on_worker(path: str, piece: Any, aligned: Any, top: Any, params: AlignParams,
-                          per_host: Mapping[str, int]) -> TaskRecord:
+                          setup: WorkerSetup) -> TaskRecord:
     """A piece's rows written in place into the family's output (msa.run.split.write_piece)."""
     from msa.run.split import write_piece
 
     maps, width = top[0]
-    with _task("split write", params, per_host) as box:
+    with _task("split write", params, setup) as box:
         with current().stage("writing"):
             write_piece(path, piece, aligned[0], maps, width)
     return box["record"]
@@ -393,6 +421,7 @@ def run_families_dask(
     scheduler: Any = None,
     workers: int | None = None,
     gpus: int | None = None,
+    memory_cap: int | None = None,
     progress: Progress | None = None,
     on_result: Callable[[FamilyResult], None] | None = None,
     connect_timeout: float = CONNECT_TIMEOUT,
@@ -404,11 +433,14 @@ def run_families_dask(
         scheduler: the address of a running cluster's scheduler (or a
             ``distributed.Client``), whose workers see the inputs and the
             output directory at the same paths.
-        workers: else start a local cluster for the run: with ``params.device``
-            other than cpu, dask-cuda installed and a GPU present, one worker
-            per GPU (at most ``workers``); otherwise ``workers`` CPU worker
+        workers, gpus: else start a local cluster for the run (:func:`local_gpu_workers`):
+            with ``gpus``, or with ``params.device`` other than cpu, dask-cuda
+            installed and a GPU present, GPU workers (``workers`` of them spread
+            over the GPUs, or :func:`workers_per_gpu` on each), several on a GPU
+            where one would leave it idle; otherwise ``workers`` CPU worker
             processes of one thread each.
-        gpus: else a local dask-cuda cluster of this many GPU workers.
+        memory_cap: most device bytes each worker may use (``--gpu-memory``); workers
+            sharing a GPU take at most their share of it.
         connect_timeout: seconds a scheduler's address has to accept the connection and answer.
 
     Each worker first starts its backend (:func:`warm_up_worker`); its host threads are its
@@ -432,7 +464,8 @@ def run_families_dask(
         # Connecting and waiting reach no checkpoint: a signal stops them at once (blocking).
         with interrupts.blocking(), _client(distributed, params, scheduler, workers, gpus, connect_timeout) as client:
             timeline["ready"] = time.time()
-            for result in _submit_and_collect(distributed, client, todo, params, fmt, progress, on_result, timeline):
+            for result in _submit_and_collect(distributed, client, todo, params, fmt, memory_cap, progress, on_result,
+                                              timeline):
                 results[result.input] = result
         _remove_stale_parts(todo)
     timeline["end"] = time.time()
@@ -441,18 +474,19 @@ def run_families_dask(
 
 
 def _submit_and_collect(
-    distributed: Any, client: Any, todo: list[Family], params: AlignParams, fmt: str, progress: Progress,
-    on_result: Callable[[FamilyResult], None] | None, timeline: dict[str, Any],
+    distributed: Any, client: Any, todo: list[Family], params: AlignParams, fmt: str, memory_cap: int | None,
+    progress: Progress, on_result: Callable[[FamilyResult], None] | None, timeline: dict[str, Any],
 ) -> Iterator[FamilyResult]:
     run_id, cwd, since_ns = uuid.uuid4().hex[:8], os.getcwd(), time.time_ns()
     addresses = sorted(client.nthreads())  # every worker (scheduler_info lists 5 in some versions)
     per_host: dict[str, int] = {}
     for address in addresses:
         per_host[_host(address)] = per_host.get(_host(address), 0) + 1
+    setup = WorkerSetup(per_host, memory_cap)
     # Each worker's warm-up first (pinned to it, above every group): it overlaps the planning and
     # the submission, and no group pays for it. Not waited for: a worker that died never runs its own.
     warm_ups = [
-        client.submit(warm_up_worker, params.device, params, per_host, key=f"msa-warm-up-{run_id}-{rank}",
+        client.submit(warm_up_worker, params, setup, key=f"msa-warm-up-{run_id}-{rank}",
                       workers=[address], allow_other_workers=False, priority=len(todo) + 1, pure=False)
         for rank, address in enumerate(addresses)
     ]
@@ -461,7 +495,7 @@ def _submit_and_collect(
     futures = {}
     for rank, group in enumerate(groups):
         future = client.submit(
-            align_group_on_worker, group, params, fmt, cwd, per_host, since_ns,
+            align_group_on_worker, group, params, fmt, cwd, setup, since_ns,
             key=f"msa-align-{os.path.basename(group[0].output)}-{len(group)}-{run_id}-{rank}",
             priority=len(groups) - rank, retries=RETRIES, pure=False,
         )
@@ -470,7 +504,7 @@ def _submit_and_collect(
     residues = 0
     try:
         with progress.stage("families", total=len(todo), note=False) as advance:
-            done = (_align_split(client, family, params, fmt, cwd, per_host, f"{run_id}-{rank}",
+            done = (_align_split(client, family, params, fmt, cwd, setup, f"{run_id}-{rank}",
                                  addresses, len(groups) + 2, timeline) for rank, family in enumerate(split))
             for result in itertools.chain(done, (
                 result for future in distributed.as_completed(futures)
@@ -499,7 +533,7 @@ def _splits(family: Family, fmt: str, workers: int) -> bool:
 
 def _align_split(
     client: Any, family: Family, params: AlignParams, fmt: str, cwd: str,
-    per_host: Mapping[str, int], tag: str, addresses: Sequence[str], priority: int, timeline: dict[str, Any],
+    setup: WorkerSetup, tag: str, addresses: Sequence[str], priority: int, timeline: dict[str, Any],
 ) -> FamilyResult:
     """One family split across the workers (msa.run.split), its steps as tasks: the plan (read,
     tree, cut) on one worker; each piece's subtrees where Dask places them; the top merges;
@@ -523,7 +557,7 @@ def _align_split(
                                   retries=RETRIES, pure=False, **where))
         return made[-1]
 
-    planned = submit(split_plan_on_worker, family, params, fmt, cwd, per_host, len(addresses) * PIECES_PER_WORKER,
+    planned = submit(split_plan_on_worker, family, params, fmt, cwd, setup, len(addresses) * PIECES_PER_WORKER,
                      step="plan")
     try:
         head, record = submit(_plan_head, planned, step="head").result()
@@ -540,10 +574,10 @@ def _align_split(
         # them slowly (10^7 on 4 H200: the last piece arrived when the plan worker's ended, 49 s on).
         pieces = [submit(_moved, piece, step=f"moved-{p}", on=on[p]) for p, piece in enumerate(pieces)]
         arrived = [submit(_arrived, piece, step=f"arrived-{p}", on=on[p]) for p, piece in enumerate(pieces)]
-        aligned = [submit(align_piece_on_worker, piece, head, params, per_host, *arrived[:p], *arrived[p + 1:],
+        aligned = [submit(align_piece_on_worker, piece, head, params, setup, *arrived[:p], *arrived[p + 1:],
                           step=f"align-{p}", on=on[p]) for p, piece in enumerate(pieces)]
         profiles = [submit(_piece_profiles, a, step=f"profiles-{p}") for p, a in enumerate(aligned)]
-        top = submit(merge_top_on_worker, head, profiles, params, per_host, step="top")
+        top = submit(merge_top_on_worker, head, profiles, params, setup, step="top")
         width = submit(_top_width, top, step="width").result()
         stamps["merged"] = time.time()
         with output(family.output) as out:
@@ -551,7 +585,7 @@ def _align_split(
             check_space(out, total)
             if not reserve(out.fileno(), 0, total):
                 os.ftruncate(out.fileno(), total)
-            writes = [submit(write_piece_on_worker, out.path, piece, a, top, params, per_host, step=f"write-{p}",
+            writes = [submit(write_piece_on_worker, out.path, piece, a, top, params, setup, step=f"write-{p}",
                              on=on[p]) for p, (piece, a) in enumerate(zip(pieces, aligned))]
             records = client.gather([*aligned, top]) + [(None, r) for r in client.gather(writes)]
         stamps["written"] = time.time()
@@ -665,13 +699,11 @@ def _client(
     import dask
 
     quiet_logs = dict(silence_logs=logging.CRITICAL, dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"})
-    cuda = _local_cuda_workers(params.device, workers, gpus)
+    gpu_of = local_gpu_workers(params.device, workers, gpus)
     # Dask's dask-scratch-space (of the scheduler, the nannies and the workers) goes with the run.
     with tempfile.TemporaryDirectory(prefix="msa-dask-") as scratch, dask.config.set({"temporary-directory": scratch}):
-        if cuda:
-            from dask_cuda import LocalCUDACluster
-
-            cluster = LocalCUDACluster(n_workers=cuda, threads_per_worker=1, **quiet_logs)
+        if gpu_of:
+            cluster = _gpu_cluster(distributed, gpu_of, logging.CRITICAL)
         else:
             assert workers is not None
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **quiet_logs)
@@ -699,20 +731,88 @@ def _reachable(address: str, timeout: float) -> None:
         raise OSError(exc.errno, exc.strerror or str(exc), exc.filename or address) from None
 
 
-def _local_cuda_workers(device: str, workers: int | None, gpus: int | None) -> int:
-    """GPU workers of the local cluster: ``gpus``, or for ``workers`` one per GPU (at most that many)
-    where dask-cuda is installed, the device is not cpu and a GPU is present; 0 for CPU workers."""
-    if gpus is not None:
-        return gpus
-    if device == "cpu":
-        return 0
-    try:
-        from dask_cuda.utils import get_n_gpus
+#: Most workers a local cluster puts on one GPU. One worker's Python drives its GPU between
+#: launches (a level's host side, the guide tree's host work), which leaves the GPU idle much
+#: of the time; more processes fill it. Measured (session 26, one H200, 16 cores, 72 families
+#: of ~10^4 sequences, default command, outputs byte-identical): one process 98.2 s; 3, 4 and
+#: 6 workers on the GPU 58.2, 54.1 and 53.8 s (another machine: 1, 2, 3 workers 136.6, 84.0, 62.9 s).
+MAX_WORKERS_PER_GPU = 4
+#: Fewest host threads a GPU worker should have (its compiled stages run on them): fewer
+#: workers share a GPU on a host with few cores.
+MIN_WORKER_THREADS = 4
+#: Set in each local GPU worker's environment: how many workers share its GPU (each caps its
+#: device memory at its share: :func:`worker_backend`).
+GPU_SHARE_ENV = "MSA_GPU_SHARE"
 
-        found = get_n_gpus()
-    except Exception:  # no dask-cuda, no driver, no GPU
-        return 0
-    return min(found, workers or found)
+
+def workers_per_gpu(cores: int, gpus: int) -> int:
+    """Workers a local cluster runs on each of ``gpus`` GPUs of a host of ``cores`` cores."""
+    return max(1, min(MAX_WORKERS_PER_GPU, cores // max(gpus * MIN_WORKER_THREADS, 1)))
+
+
+def local_gpu_workers(device: str, workers: int | None, gpus: int | None, found: int | None = None) -> list[int]:
+    """The GPU of each worker of a local GPU cluster (an index among the visible GPUs), [] for
+    CPU workers (``--device cpu``, or no dask-cuda or GPU, without ``gpus``): ``workers``
+    spread over ``gpus`` (or every GPU found) in turn, or :func:`workers_per_gpu` on each.
+    ``found``: the GPUs visible (default: dask-cuda counts them). Raises ValueError for more
+    GPUs than are visible."""
+    if device == "cpu" and gpus is None:
+        return []
+    if found is None:
+        try:
+            from dask_cuda.utils import get_n_gpus
+
+            found = get_n_gpus()
+        except Exception:  # no dask-cuda, no driver, no GPU
+            found = 0
+    if gpus is None:
+        gpus = found
+    elif gpus > found:
+        raise ValueError(f"--gpus {gpus}: {found} GPU{'s are' if found != 1 else ' is'} visible here")
+    if not gpus:
+        return []
+    count = workers or gpus * workers_per_gpu(len(os.sched_getaffinity(0)), gpus)
+    return [k % gpus for k in range(count)]
+
+
+def _gpu_cluster(distributed: Any, gpu_of: Sequence[int], silence_logs: int) -> Any:
+    """A local cluster of GPU workers (Dask's SpecCluster, as dask-cuda's LocalCUDACluster
+    builds one, which allows only one worker per GPU): a process of one thread per entry of
+    ``gpu_of``, which sees that GPU first (CUDA_VISIBLE_DEVICES), runs on the cores of its GPU's
+    NUMA node where dask-cuda can tell them, and knows how many workers share its GPU
+    (GPU_SHARE_ENV). Each may use its share of the host's memory, as on a LocalCluster."""
+    visible = _visible_gpus(max(gpu_of) + 1)
+    common = dict(nthreads=1, host="127.0.0.1", protocol="tcp://", dashboard=False, dashboard_address=None,
+                  silence_logs=silence_logs, memory_limit=distributed.system.MEMORY_LIMIT // len(gpu_of))
+    specs = {}
+    for k, g in enumerate(gpu_of):
+        order = visible[g:] + visible[:g]
+        options = dict(common, env={"CUDA_VISIBLE_DEVICES": ",".join(order), GPU_SHARE_ENV: str(gpu_of.count(g))})
+        pinned = _affinity(order)
+        if pinned is not None:
+            options["plugins"] = {pinned}
+        specs[f"msa-gpu{g}-{k}"] = {"cls": distributed.Nanny, "options": options}
+    scheduler = {"cls": distributed.Scheduler,
+                 "options": dict(host="127.0.0.1", protocol="tcp://", dashboard_address=":0")}
+    return distributed.SpecCluster(workers=specs, scheduler=scheduler, silence_logs=silence_logs)
+
+
+def _visible_gpus(count: int) -> list[str]:
+    """The GPUs this process may use (its CUDA_VISIBLE_DEVICES, else 0 to ``count`` - 1)."""
+    given = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return given or [str(d) for d in range(count)]
+
+
+def _affinity(order: Sequence[str]) -> Any:
+    """dask-cuda's worker plugin that pins a worker to the cores near its GPU (``order[0]``);
+    None where dask-cuda is missing or cannot tell."""
+    try:
+        from dask_cuda.plugins import CPUAffinity
+        from dask_cuda.utils import get_cpu_affinity, nvml_device_index
+
+        return CPUAffinity(get_cpu_affinity(nvml_device_index(0, list(order))))
+    except Exception:
+        return None
 
 
 def _remove_stale_parts(families: Sequence[Family]) -> None:

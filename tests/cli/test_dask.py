@@ -217,6 +217,51 @@ def test_worker_threads_are_a_share_of_the_hosts_cores() -> None:
     assert worker_threads(6, 32, 2, allowed=4) == 6  # --threads given
 
 
+def test_local_gpu_workers_fill_each_gpu_with_several() -> None:
+    """--gpus N: workers_per_gpu on each GPU (fewer where cores are few); --workers W spread over
+    the GPUs in turn; more GPUs than are visible is a ValueError; CPU workers without GPUs."""
+    from msa.run.dask import MAX_WORKERS_PER_GPU, local_gpu_workers, workers_per_gpu
+
+    assert [workers_per_gpu(16, 1), workers_per_gpu(64, 4), workers_per_gpu(8, 1), workers_per_gpu(2, 1)] == [
+        MAX_WORKERS_PER_GPU, MAX_WORKERS_PER_GPU, 2, 1]
+    assert local_gpu_workers("cuda", 5, None, found=2) == [0, 1, 0, 1, 0]
+    assert local_gpu_workers("auto", 3, 1, found=4) == [0, 0, 0]
+    per = workers_per_gpu(len(os.sched_getaffinity(0)), 2)
+    assert local_gpu_workers("cuda", None, 2, found=2) == [0, 1] * per
+    assert local_gpu_workers("cuda", 2, None, found=0) == [] and local_gpu_workers("cpu", 2, None, found=2) == []
+    with pytest.raises(ValueError, match="--gpus 3: 2 GPUs are visible here"):
+        local_gpu_workers("cuda", None, 3, found=2)
+
+
+def test_a_worker_alone_on_its_gpu_takes_the_cap_given(monkeypatch) -> None:
+    import msa.run.dask as run_dask
+
+    monkeypatch.delenv(run_dask.GPU_SHARE_ENV, raising=False)
+    assert run_dask._shared_cap("cuda", None) is None and run_dask._shared_cap("cuda", 5) == 5
+    monkeypatch.setenv(run_dask.GPU_SHARE_ENV, "3")
+    assert run_dask._shared_cap("cpu", 7) == 7  # the CPU backend has no device memory (on a GPU: tests/gpu/test_dask_gpu.py)
+
+
+@needs_dask
+def test_workers_sharing_a_gpu_match_the_single_process_run(single, tmp_path: Path) -> None:
+    """The local GPU cluster (two workers on "GPU 0"; here the CPU backend aligns): each worker
+    sees its GPU first and knows it shares it; the outputs are the single process's."""
+    import distributed
+
+    import msa.run.dask as run_dask
+    from msa import align_files
+
+    outputs, _ = single
+    inputs = [tmp_path / name for name in write_inputs(tmp_path, bad=False)]
+    with run_dask._gpu_cluster(distributed, [0, 0], logging.ERROR) as cluster, distributed.Client(cluster) as client:
+        env = client.run(lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get(run_dask.GPU_SHARE_ENV)))
+        summary = align_files(inputs, tmp_path / "out", scheduler=client, device="cpu")
+    visible = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")
+    assert sorted(env.values()) == [(",".join(visible), "2")] * 2
+    assert len(summary.done) == len(GOOD)
+    assert_outputs(tmp_path / "out", outputs)
+
+
 @needs_dask
 def test_groups_on_workers_match_the_single_process_run(single, client, tmp_path: Path, monkeypatch) -> None:
     """The two largest files alone, the others in groups, one with a good family and both bad ones:
