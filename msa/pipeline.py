@@ -164,7 +164,8 @@ def family_library(db: SeqDB, tree: GuideTree, matrix: np.ndarray, params: Align
     from msa.consistency import top_library
     from msa.profile import gap_vector
 
-    return top_library(db, tree, matrix, gap_vector(gap_costs(params, 2)), backend, samples, params.seed)
+    with current().stage("consistency library"):
+        return top_library(db, tree, matrix, gap_vector(gap_costs(params, 2)), backend, samples, params.seed)
 
 
 def refine_stage(

@@ -33,7 +33,7 @@ BIG = ("PF00009.1000", "PF00018.1000")
 #: A many-family run of ~2 s: one family of ~1 s, then three of a few tenths.
 MANY = ("PF00009.1000", "PF14604.1000", "PF00018.1000", "PF00037.1000")
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-STAGE_LINE = ("msa: reading (", "msa: guide tree (", "msa: aligning profiles (", "msa: writing (")
+STAGE_LINE = ("msa: reading (", "msa: guide tree (", "msa: consistency library (", "msa: aligning profiles (", "msa: writing (")
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; POSIX signals")
 
