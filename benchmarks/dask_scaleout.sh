@@ -30,7 +30,7 @@ python3 -m msa align "$work/in" -O "$work/one" --device "$device" -q
 t1=$(now)
 echo "1 GPU: $(python3 -c "print(f'{$t1 - $t0:.1f}')") s" >&2
 if python3 -c "import dask_cuda" 2>/dev/null; then
-  how="--gpus $gpus (LocalCUDACluster, its start included)"
+  how="--gpus $gpus (a local cluster, several workers a GPU, its start included)"
   t2=$(now)
   python3 -m msa align "$work/in" -O "$work/multi" --device "$device" --gpus "$gpus" -q
   t3=$(now)

@@ -101,7 +101,7 @@ def cluster_flags(device: str, n: int, work: Path, env: dict[str, str]) -> Itera
         yield f"--workers {n} (LocalCluster, its start included)", ["--workers", str(n)], 0.0
         return
     if _imports("dask_cuda"):
-        yield f"--gpus {n} (LocalCUDACluster, its start included)", ["--gpus", str(n)], 0.0
+        yield f"--gpus {n} (a local cluster, several workers a GPU, its start included)", ["--gpus", str(n)], 0.0
         return
     start = time.perf_counter()
     file = work / "scheduler.json"
