@@ -106,14 +106,9 @@ def top_library(
     pairs = np.concatenate(sides)
     owner = np.repeat(big, [len(p) for p in sides])
     offsets = np.asarray(db.offsets, dtype=np.int64)
-    ra, rb = pair_library(db.codes, offsets, pairs, np.ascontiguousarray(matrix, dtype=np.int64), pair_gaps,
-                          backend)
-    seq_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    key = pairs[:, 0] * n + pairs[:, 1]  # a pair's merge is its two sequences' last common ancestor: one
-    by_key = np.argsort(key)
-    pair = by_key[np.searchsorted(key[by_key], seq_of[ra] * n + seq_of[rb])]
-    merge = owner[pair]
-    keep = np.argsort(merge, kind="stable")
+    ra, rb, pair = pair_library(db.codes, offsets, pairs, np.ascontiguousarray(matrix, dtype=np.int64), pair_gaps,
+                                backend)
+    merge = owner[pair]  # in merge order already: the pairs go merge by merge, their residue pairs pair by pair
     counts = np.bincount(owner, minlength=n_merges)
     diagonal = np.diag(matrix)
     identity = float(diagonal[diagonal > 0].mean())
@@ -123,7 +118,7 @@ def top_library(
     seq_off = np.zeros(n_merges + 1, dtype=np.int64)
     seq_off[big + 1] = [len(s) for s in seqs]
     return TopLibrary(
-        offsets_of(np.bincount(merge, minlength=n_merges)), ra[keep], rb[keep], unit, np.cumsum(seq_off),
+        offsets_of(np.bincount(merge, minlength=n_merges)), ra, rb, unit, np.cumsum(seq_off),
         np.concatenate(seqs),
     )
 
