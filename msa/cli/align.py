@@ -129,7 +129,7 @@ def align(
         if cluster:
             if tree_out is not None:
                 raise ValueError("--tree-out with a cluster: write the tree with msa tree, then align with --tree FILE")
-            done = run.align_one_on_cluster(inputs[0], output, params, cluster, fmt=fmt.value)
+            done = run.align_one_on_cluster(inputs[0], output, params, cluster, fmt=fmt.value, memory_cap=memory_cap)
         else:
             done = run.align_one(inputs[0], output, params, fmt=fmt.value, tree_out=tree_out, memory_cap=memory_cap)
         kind = f"{done.seq_type}, detected" if params.seq_type == "auto" else done.seq_type

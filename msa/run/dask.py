@@ -136,27 +136,30 @@ _LOCK = threading.Lock()
 
 
 def worker_backend(device: str, memory_cap: int | None = None) -> Backend:
-    """This process's backend for ``device``, started on its first task and kept warm; on a GPU
-    that it shares with other workers of the local cluster (GPU_SHARE_ENV), its device memory
-    is capped at its share, within ``memory_cap`` (``--gpu-memory``)."""
+    """This process's backend for ``device`` (within ``memory_cap``, ``--gpu-memory``), started
+    on its first task and kept warm; on a GPU it shares with other workers, it plans its work
+    within its share (:func:`_plan_within_share`)."""
     backend = _BACKENDS.get(device)
     if backend is None:
-        backend = _BACKENDS[device] = get_backend(device, quiet=True, memory_cap=_shared_cap(device, memory_cap))
+        backend = _BACKENDS[device] = get_backend(device, quiet=True, memory_cap=memory_cap)
+        _plan_within_share(backend)
     return backend
 
 
-def _shared_cap(device: str, memory_cap: int | None) -> int | None:
-    """``memory_cap``, at most this worker's share of its GPU's memory when several share it."""
+def _plan_within_share(backend: Backend) -> None:
+    """On a GPU shared by GPU_SHARE_ENV workers, each piece of the CUDA backend's work is planned
+    within MEMORY_FRACTION of this worker's share of the GPU's memory (its ``memory_limit``), so
+    that the workers' pieces fit together; not a hard cap (that is ``--gpu-memory``): a unit of
+    work larger than the share still runs where the GPU has room for it."""
     share = int(os.environ.get(GPU_SHARE_ENV) or 1)
-    if share <= 1 or device == "cpu":
-        return memory_cap
-    try:
-        import cupy
+    if share <= 1 or not hasattr(backend, "memory_limit"):
+        return
+    import cupy
 
-        own = int(cupy.cuda.runtime.memGetInfo()[1]) // share
-    except Exception:  # no CuPy or no device: get_backend says why, or runs on the CPU
-        return memory_cap
-    return own if memory_cap is None else min(own, memory_cap)
+    from msa.backends.cuda.memory import MEMORY_FRACTION
+
+    own = int(int(cupy.cuda.runtime.memGetInfo()[1]) * MEMORY_FRACTION) // share
+    backend.memory_limit = own if backend.memory_limit is None else min(own, backend.memory_limit)
 
 
 def worker_threads(threads: int, cores: int, workers_here: int, allowed: int | None = None) -> int:
@@ -440,7 +443,7 @@ def run_families_dask(
             where one would leave it idle; otherwise ``workers`` CPU worker
             processes of one thread each.
         memory_cap: most device bytes each worker may use (``--gpu-memory``); workers
-            sharing a GPU take at most their share of it.
+            sharing a GPU plan their work within their share of it.
         connect_timeout: seconds a scheduler's address has to accept the connection and answer.
 
     Each worker first starts its backend (:func:`warm_up_worker`); its host threads are its
@@ -462,7 +465,8 @@ def run_families_dask(
     timeline: dict[str, Any] = {"start": time.time(), "tasks": []}
     if todo:
         # Connecting and waiting reach no checkpoint: a signal stops them at once (blocking).
-        with interrupts.blocking(), _client(distributed, params, scheduler, workers, gpus, connect_timeout) as client:
+        with interrupts.blocking(), _client(distributed, params, scheduler, workers, gpus, connect_timeout,
+                                                          len(todo)) as client:
             timeline["ready"] = time.time()
             for result in _submit_and_collect(distributed, client, todo, params, fmt, memory_cap, progress, on_result,
                                               timeline):
@@ -677,10 +681,11 @@ def timeline_lines(timeline: Mapping[str, Any]) -> list[str]:
 @contextlib.contextmanager
 def _client(
     distributed: Any, params: AlignParams, scheduler: Any, workers: int | None, gpus: int | None,
-    connect_timeout: float = CONNECT_TIMEOUT,
+    connect_timeout: float = CONNECT_TIMEOUT, families: int = 1 << 30,
 ) -> Iterator[Any]:
-    """A client of the given scheduler, or of a local cluster started (and closed) for the run,
-    whose workers' scratch space is a temporary directory removed at the end."""
+    """A client of the given scheduler, or of a local cluster started (and closed) for the run
+    of ``families`` families, whose workers' scratch space is a temporary directory removed at
+    the end."""
     if scheduler is not None:
         if isinstance(scheduler, distributed.Client):
             yield scheduler
@@ -699,7 +704,7 @@ def _client(
     import dask
 
     quiet_logs = dict(silence_logs=logging.CRITICAL, dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"})
-    gpu_of = local_gpu_workers(params.device, workers, gpus)
+    gpu_of = local_gpu_workers(params.device, workers, gpus, families)
     # Dask's dask-scratch-space (of the scheduler, the nannies and the workers) goes with the run.
     with tempfile.TemporaryDirectory(prefix="msa-dask-") as scratch, dask.config.set({"temporary-directory": scratch}):
         if gpu_of:
@@ -740,8 +745,8 @@ MAX_WORKERS_PER_GPU = 4
 #: Fewest host threads a GPU worker should have (its compiled stages run on them): fewer
 #: workers share a GPU on a host with few cores.
 MIN_WORKER_THREADS = 4
-#: Set in each local GPU worker's environment: how many workers share its GPU (each caps its
-#: device memory at its share: :func:`worker_backend`).
+#: Set in each local GPU worker's environment: how many workers share its GPU (each plans its
+#: work within its share of the GPU's memory: :func:`worker_backend`).
 GPU_SHARE_ENV = "MSA_GPU_SHARE"
 
 
@@ -750,12 +755,15 @@ def workers_per_gpu(cores: int, gpus: int) -> int:
     return max(1, min(MAX_WORKERS_PER_GPU, cores // max(gpus * MIN_WORKER_THREADS, 1)))
 
 
-def local_gpu_workers(device: str, workers: int | None, gpus: int | None, found: int | None = None) -> list[int]:
+def local_gpu_workers(
+    device: str, workers: int | None, gpus: int | None, families: int = 1 << 30, found: int | None = None,
+) -> list[int]:
     """The GPU of each worker of a local GPU cluster (an index among the visible GPUs), [] for
     CPU workers (``--device cpu``, or no dask-cuda or GPU, without ``gpus``): ``workers``
-    spread over ``gpus`` (or every GPU found) in turn, or :func:`workers_per_gpu` on each.
-    ``found``: the GPUs visible (default: dask-cuda counts them). Raises ValueError for more
-    GPUs than are visible."""
+    spread over ``gpus`` (or every GPU found) in turn, or :func:`workers_per_gpu` on each but
+    no more than the run's ``families`` need (one family, ``-o``: one worker a GPU, with all
+    its host's threads). ``found``: the GPUs visible (default: dask-cuda counts them). Raises
+    ValueError for more GPUs than are visible."""
     if device == "cpu" and gpus is None:
         return []
     if found is None:
@@ -771,8 +779,8 @@ def local_gpu_workers(device: str, workers: int | None, gpus: int | None, found:
         raise ValueError(f"--gpus {gpus}: {found} GPU{'s are' if found != 1 else ' is'} visible here")
     if not gpus:
         return []
-    count = workers or gpus * workers_per_gpu(len(os.sched_getaffinity(0)), gpus)
-    return [k % gpus for k in range(count)]
+    per_gpu = min(workers_per_gpu(len(os.sched_getaffinity(0)), gpus), -(-max(families, 1) // gpus))
+    return [k % gpus for k in range(workers or gpus * per_gpu)]
 
 
 def _gpu_cluster(distributed: Any, gpu_of: Sequence[int], silence_logs: int) -> Any:

@@ -87,11 +87,12 @@ def align_one(
 
 def align_one_on_cluster(
     input: str, out_path: str | None, params: AlignParams, cluster: dict, *, fmt: str = "fasta",
+    memory_cap: int | None = None,
 ) -> AlignedOne:
     """Align one FASTA file to ``out_path`` on a Dask cluster (``-o OUT --gpus N``, ``--workers``,
     ``--scheduler``): a large family split across the workers along its guide tree
-    (msa.run.split), the output byte-identical. Raises ValueError with the family's one-line
-    error where it failed."""
+    (msa.run.split), the output byte-identical; ``memory_cap`` (``--gpu-memory``) each worker's.
+    Raises ValueError with the family's one-line error where it failed."""
     if out_path is None or out_path == "-":
         raise ValueError("a cluster's workers write the output: give -o FILE (or -O DIR), not stdout")
     check_paths([(f"the input {input}", input), *tree_file_read(params)], [(f"-o/--output {out_path}", out_path)])
@@ -99,7 +100,8 @@ def align_one_on_cluster(
         raise ValueError(f"{input}: a cluster's workers read the input again: give a regular file, not a pipe")
     from msa.run import run_families
 
-    [result] = run_families([Family(input, out_path, os.path.getsize(input))], params, fmt=fmt, cluster=cluster).results
+    family = Family(input, out_path, os.path.getsize(input))
+    [result] = run_families([family], params, fmt=fmt, cluster=cluster, memory_cap=memory_cap).results
     if result.status == "failed":
         raise ValueError(result.error or input)
     return AlignedOne(result.sequences, result.seq_type, result.width, None, result.seconds)

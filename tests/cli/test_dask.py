@@ -218,8 +218,9 @@ def test_worker_threads_are_a_share_of_the_hosts_cores() -> None:
 
 
 def test_local_gpu_workers_fill_each_gpu_with_several() -> None:
-    """--gpus N: workers_per_gpu on each GPU (fewer where cores are few); --workers W spread over
-    the GPUs in turn; more GPUs than are visible is a ValueError; CPU workers without GPUs."""
+    """--gpus N: workers_per_gpu on each GPU (fewer where cores are few, or families); --workers W
+    spread over the GPUs in turn; more GPUs than are visible is a ValueError; CPU workers
+    without GPUs."""
     from msa.run.dask import MAX_WORKERS_PER_GPU, local_gpu_workers, workers_per_gpu
 
     assert [workers_per_gpu(16, 1), workers_per_gpu(64, 4), workers_per_gpu(8, 1), workers_per_gpu(2, 1)] == [
@@ -228,18 +229,25 @@ def test_local_gpu_workers_fill_each_gpu_with_several() -> None:
     assert local_gpu_workers("auto", 3, 1, found=4) == [0, 0, 0]
     per = workers_per_gpu(len(os.sched_getaffinity(0)), 2)
     assert local_gpu_workers("cuda", None, 2, found=2) == [0, 1] * per
+    assert local_gpu_workers("cuda", None, 2, families=1, found=2) == [0, 1]  # -o: one family, a worker a GPU
     assert local_gpu_workers("cuda", 2, None, found=0) == [] and local_gpu_workers("cpu", 2, None, found=2) == []
     with pytest.raises(ValueError, match="--gpus 3: 2 GPUs are visible here"):
         local_gpu_workers("cuda", None, 3, found=2)
 
 
-def test_a_worker_alone_on_its_gpu_takes_the_cap_given(monkeypatch) -> None:
+def test_only_a_worker_sharing_a_gpu_plans_within_a_share(monkeypatch) -> None:
     import msa.run.dask as run_dask
+    from msa.backends.cpu import CpuBackend
+
+    class Planned:
+        memory_limit = 1 << 40
 
     monkeypatch.delenv(run_dask.GPU_SHARE_ENV, raising=False)
-    assert run_dask._shared_cap("cuda", None) is None and run_dask._shared_cap("cuda", 5) == 5
+    alone = Planned()
+    run_dask._plan_within_share(alone)
+    assert alone.memory_limit == 1 << 40
     monkeypatch.setenv(run_dask.GPU_SHARE_ENV, "3")
-    assert run_dask._shared_cap("cpu", 7) == 7  # the CPU backend has no device memory (on a GPU: tests/gpu/test_dask_gpu.py)
+    run_dask._plan_within_share(CpuBackend())  # no device memory to share (on a GPU: tests/gpu/test_dask_gpu.py)
 
 
 @needs_dask

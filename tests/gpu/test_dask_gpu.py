@@ -1,5 +1,5 @@
-"""Dask workers sharing one GPU (``--gpus 1 --workers 2``): each caps its device memory at its
-share, and their outputs are the single process's, byte for byte."""
+"""Dask workers sharing one GPU (``--gpus 1 --workers 2``): each plans its work within its
+share of the GPU's memory, and their outputs are the single process's, byte for byte."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,15 +13,22 @@ SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "b
 EXAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "examples" / "example.fa"
 
 
-def test_a_worker_sharing_its_gpu_caps_its_memory_at_its_share(monkeypatch) -> None:
+def test_a_worker_sharing_its_gpu_plans_within_its_share(monkeypatch) -> None:
     import cupy
 
     import msa.run.dask as run_dask
+    from msa.backends.cuda import CudaBackend
+    from msa.backends.cuda.memory import MEMORY_FRACTION
 
     total = int(cupy.cuda.runtime.memGetInfo()[1])
     monkeypatch.setenv(run_dask.GPU_SHARE_ENV, "3")
-    assert run_dask._shared_cap("cuda", None) == total // 3 == run_dask._shared_cap("auto", total)
-    assert run_dask._shared_cap("cuda", 1 << 20) == 1 << 20
+    shared = CudaBackend()
+    run_dask._plan_within_share(shared)
+    assert shared.memory_limit == int(total * MEMORY_FRACTION) // 3
+    capped = CudaBackend(memory_cap=1 << 30)  # --gpu-memory 1 GB: planned within it, and a hard cap
+    run_dask._plan_within_share(capped)
+    assert capped.memory_limit == 1 << 30
+    cupy.get_default_memory_pool().set_limit(size=0)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("dask_cuda") is None, reason="dask-cuda is not installed")
