@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable
 
+#: Longest a spare's command waits for its GPU warm-up before running a request that came during it.
+WARM_WAIT_SECONDS = 30.0
 #: A server leaves after this many seconds without a run (``MSA_SERVER_IDLE`` overrides).
 IDLE_SECONDS = 600.0
 IDLE_ENV = "MSA_SERVER_IDLE"
@@ -318,9 +320,12 @@ def _spare_command(channel: socket.socket, command: Callable[[], int]) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
-    # On a thread: a request that comes first (runs back to back) starts at once; a GPU run then
-    # waits for the context in the driver as it would for its own, a CPU run does not wait.
-    threading.Thread(target=_warm_gpu, name="msa-spare-gpu", daemon=True).start()
+    # On a thread, while the request is awaited. A request that comes during the warm-up waits
+    # for its end: a fresh server's first run, started while its spare made the context and
+    # loaded the kernels on this thread, died of a segmentation fault (session 26, H200; the two
+    # threads starting CUDA at once are the suspected cause, docs/start-up.md).
+    warm = threading.Thread(target=_warm_gpu, name="msa-spare-gpu", daemon=True)
+    warm.start()
     try:
         head = _exactly(channel, LENGTH.size)
         request = _exactly(channel, LENGTH.unpack(head)[0])
@@ -330,6 +335,7 @@ def _spare_command(channel: socket.socket, command: Callable[[], int]) -> None:
     channel.close()
     if len(fds) != 4:
         os._exit(1)
+    warm.join(WARM_WAIT_SECONDS)
     _command(json.loads(request), fds, command)
 
 
