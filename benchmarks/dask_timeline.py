@@ -12,7 +12,9 @@ a scheduler and one ``dask worker`` per GPU (pinned by CUDA_VISIBLE_DEVICES) are
 run goes to them by ``--scheduler``; their start is inside the timing too. Prints both wall times,
 their ratio, whether every output is byte-identical, and the timeline (msa.run.dask's
 ``$MSA_DASK_TIMELINE``): when the cluster was ready, and per worker its span, threads, warm-up,
-tasks with their reading / guide tree / aligning / writing seconds, and idle time.
+tasks with their reading / guide tree / aligning / writing seconds, and idle time. With
+``--one-gpu-cluster``, ``--gpus 1`` too (several workers share the one GPU): the ratio of N GPUs
+to it is what the other GPUs add.
 """
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--work", type=Path, help="where the copies and outputs go (default: a new temporary folder)")
     parser.add_argument("--json", type=Path, help="write the figures and the timeline here too")
+    parser.add_argument("--one-gpu-cluster", action="store_true",
+                        help="also time --gpus 1 (its workers share one GPU): what the other GPUs add to it")
     args = parser.parse_args()
 
     work = args.work or Path(tempfile.mkdtemp(prefix="msa-dask-timeline-"))
@@ -69,9 +73,15 @@ def main() -> None:
     timeline = json.loads(timeline_file.read_text())
     for line in timeline_lines(timeline):
         print(line)
+    figures = {"families": count, "one_s": one, "multi_s": multi, "how": how, "identical": same}
+    if args.one_gpu_cluster and args.device != "cpu":
+        one_gpu = timed([*msa, str(inputs), "-O", str(work / "one-gpu"), "--device", args.device, "-q", "--gpus", "1"],
+                        env)
+        same = same and identical(work / "one", work / "one-gpu")
+        figures |= {"one_gpu_cluster_s": one_gpu, "identical": same}
+        print(f"--gpus 1: {one_gpu:.1f} s ({one_gpu / one:.2f}x one process); {n} GPUs {multi / one_gpu:.2f}x it")
     if args.json:
-        args.json.write_text(json.dumps({"families": count, "one_s": one, "multi_s": multi, "how": how,
-                                         "identical": same, "timeline": timeline}, indent=1))
+        args.json.write_text(json.dumps(figures | {"timeline": timeline}, indent=1))
     if not same:
         sys.exit(1)
 
