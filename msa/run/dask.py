@@ -465,8 +465,9 @@ def run_families_dask(
     timeline: dict[str, Any] = {"start": time.time(), "tasks": []}
     if todo:
         # Connecting and waiting reach no checkpoint: a signal stops them at once (blocking).
-        with interrupts.blocking(), _client(distributed, params, scheduler, workers, gpus, connect_timeout,
-                                                          len(todo)) as client:
+        with interrupts.blocking(), _client(
+            distributed, params, scheduler, workers, gpus, connect_timeout, len(todo)
+        ) as client:
             timeline["ready"] = time.time()
             for result in _submit_and_collect(distributed, client, todo, params, fmt, memory_cap, progress, on_result,
                                               timeline):
