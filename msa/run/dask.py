@@ -789,10 +789,12 @@ def _gpu_cluster(distributed: Any, gpu_of: Sequence[int], silence_logs: int) -> 
     builds one, which allows only one worker per GPU): a process of one thread per entry of
     ``gpu_of``, which sees that GPU first (CUDA_VISIBLE_DEVICES), runs on the cores of its GPU's
     NUMA node where dask-cuda can tell them, and knows how many workers share its GPU
-    (GPU_SHARE_ENV). Each may use its share of the host's memory, as on a LocalCluster."""
+    (GPU_SHARE_ENV). Each may use the host's memory as a process of its own would: with 4
+    workers a GPU a 1/n share (a LocalCluster's) would let the nanny kill the worker of a 10^7
+    family (~10 GB) on a 32 GB host while the others hold little."""
     visible = _visible_gpus(max(gpu_of) + 1)
     common = dict(nthreads=1, host="127.0.0.1", protocol="tcp://", dashboard=False, dashboard_address=None,
-                  silence_logs=silence_logs, memory_limit=distributed.system.MEMORY_LIMIT // len(gpu_of))
+                  silence_logs=silence_logs, memory_limit=distributed.system.MEMORY_LIMIT)
     specs = {}
     for k, g in enumerate(gpu_of):
         order = visible[g:] + visible[:g]

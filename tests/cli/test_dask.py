@@ -253,7 +253,8 @@ def test_only_a_worker_sharing_a_gpu_plans_within_a_share(monkeypatch) -> None:
 @needs_dask
 def test_workers_sharing_a_gpu_match_the_single_process_run(single, tmp_path: Path) -> None:
     """The local GPU cluster (two workers on "GPU 0"; here the CPU backend aligns): each worker
-    sees its GPU first and knows it shares it; the outputs are the single process's."""
+    sees its GPU first, knows it shares it and may use the host's memory; the outputs are the
+    single process's."""
     import distributed
 
     import msa.run.dask as run_dask
@@ -263,9 +264,11 @@ def test_workers_sharing_a_gpu_match_the_single_process_run(single, tmp_path: Pa
     inputs = [tmp_path / name for name in write_inputs(tmp_path, bad=False)]
     with run_dask._gpu_cluster(distributed, [0, 0], logging.ERROR) as cluster, distributed.Client(cluster) as client:
         env = client.run(lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get(run_dask.GPU_SHARE_ENV)))
+        limits = client.run(lambda dask_worker: dask_worker.memory_manager.memory_limit)
         summary = align_files(inputs, tmp_path / "out", scheduler=client, device="cpu")
     visible = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")
     assert sorted(env.values()) == [(",".join(visible), "2")] * 2
+    assert list(limits.values()) == [distributed.system.MEMORY_LIMIT] * 2  # each as a process of its own
     assert len(summary.done) == len(GOOD)
     assert_outputs(tmp_path / "out", outputs)
 
