@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # Session 26, call A (1 GPU): is one worker's GPU idle enough that 2-4 Dask workers on the same GPU
 # finish a dataset sooner than one process? 72 families (balifam10000-dev x 4), default command.
-set -u
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/v . 2>&1 | tail -3
-python3 -m compileall -q /tmp/v/msa >/dev/null
-nvidia-smi --query-gpu=name --format=csv,noheader; nproc
-R=$PWD
+source benchmarks/results/h200-session26/install.sh
 export PYTHONPATH=/tmp/v:/tmp/site PYTHONUNBUFFERED=1
 mkdir -p /tmp/in
 for f in $R/bench-data/balifam10000-dev/in/*; do for k in 0 1 2 3; do cp $f /tmp/in/$(basename $f).c$k; done; done

@@ -1,15 +1,9 @@
 #!/usr/bin/env bash
 # Session 26, call E (1 GPU): GPU tests the session's changes reach; balifam10000-dev in one -O
 # run before (3c7cbcf) and after the linear pair library, each twice, with the library's stage.
-set -u
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/v . 2>&1 | tail -3
+source benchmarks/results/h200-session26/install.sh
 python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/vold bench-data/old_src 2>&1 | tail -3
-python3 -m compileall -q /tmp/v/msa /tmp/vold/msa >/dev/null
-nvidia-smi --query-gpu=name --format=csv,noheader; nproc
-R=$PWD
-mkdir -p $R/../shared/datasets && ln -sfn $R/bench-data $R/../shared/datasets/balifam
+python3 -m compileall -q /tmp/vold/msa >/dev/null
 (export PYTHONPATH=/tmp/site:$R NUMBA_CACHE_DIR=/tmp/nbcache MSA_SERVER=off; timeout 300 python3 -m pytest -q -p no:cacheprovider -rf tests/gpu/test_dask_gpu.py tests/gpu/test_consistency_gpu.py tests/gpu/test_refine_gpu.py tests/gpu/test_align_identity_gpu.py 2>&1 | tail -4)
 cd /tmp
 for v in vold v vold v; do
