@@ -1,12 +1,12 @@
 """Consistency at the top of the guide tree (``--consistency N``).
 
-Where two large clusters merge, the profile-profile DP decides how every member of one lines
-up with every member of the other, from column counts alone; a mistake there is copied into
-all the rows below it. Pairwise alignments of sequences drawn from the two sides say the same
-thing sequence by sequence: each merge whose two sides both hold at least CONSISTENCY_MIN_SIDE
-sequences gets ``N`` sequences drawn from each side, all ``N x N`` pairs aligned pairwise (the
-progressive stage's own merge of two one-sequence profiles, unrescaled gap costs, as the
-refinement's library), and its DP adds to cell (i, j) ``unit x na x nb x`` the fraction of
+Where two large clusters merge, or a large cluster takes in a few sequences, the
+profile-profile DP decides how every member of one side lines up with every member of the
+other, from column counts alone; a mistake there is copied into all the rows below it.
+Pairwise alignments of sequences drawn from the two sides say the same thing sequence by
+sequence: each merge :func:`guided_merges` picks gets up to ``N`` sequences drawn from each
+side, all their pairs aligned pairwise (the progressive stage's own merge of two one-sequence
+profiles, unrescaled gap costs, as the refinement's library), and its DP adds to cell (i, j) ``unit x na x nb x`` the fraction of
 those pairs that put a residue of column i against one of column j (``na``, ``nb``: the two
 profiles' sequences by weight; ``unit``: CONSISTENCY_WEIGHT x the mean of the matrix's
 positive diagonal). T-Coffee's consistency, restricted to the merges that decide the most rows.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from msa.params import CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT
+from msa.params import CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT
 from msa.seqdb import SeqDB, offsets_of
 from msa.tree.guide_tree import GuideTree, subtree_spans
 
@@ -85,18 +85,15 @@ def _joined_offsets(offs: list[np.ndarray]) -> np.ndarray:
 def top_library(
     db: SeqDB, tree: GuideTree, matrix: np.ndarray, pair_gaps: np.ndarray, backend, samples: int, seed: int,
 ) -> TopLibrary:
-    """The library of every merge of ``tree`` over ``db`` whose sides both hold at least
-    CONSISTENCY_MIN_SIDE sequences (at most CONSISTENCY_MAX_MERGES of them): ``samples`` drawn
-    from each side, every pair aligned in one backend call (msa.refine.pair_library)."""
+    """The library of the merges of ``tree`` over ``db`` that :func:`guided_merges` picks:
+    ``samples`` drawn from each side (a smaller side whole), every pair aligned in one backend
+    call (msa.refine.pair_library)."""
     from msa.refine import pair_library
 
     n, n_merges = tree.n_leaves, len(tree.children)
     order, start, size = subtree_spans(tree.children, n)
     kids = tree.children
-    smaller = np.minimum(size[kids[:, 0]], size[kids[:, 1]])
-    big = np.flatnonzero(smaller >= CONSISTENCY_MIN_SIDE)
-    if len(big) > CONSISTENCY_MAX_MERGES:  # the merges of the largest smaller sides, in merge order
-        big = np.sort(big[np.argsort(-smaller[big], kind="stable")[:CONSISTENCY_MAX_MERGES]])
+    big = guided_merges(size[kids[:, 0]], size[kids[:, 1]], n)
     if len(big) == 0 or samples < 1:
         return TopLibrary.empty(n_merges)
     rng = np.random.default_rng(seed)
@@ -121,6 +118,25 @@ def top_library(
         offsets_of(np.bincount(merge, minlength=n_merges)), ra, rb, unit, np.cumsum(seq_off),
         np.concatenate(seqs),
     )
+
+
+def guided_merges(size_a: np.ndarray, size_b: np.ndarray, n: int) -> np.ndarray:
+    """The merges (in merge order) that take bonuses, of a tree over ``n`` sequences whose
+    merges join sides of ``size_a`` and ``size_b`` sequences: those whose sides both hold at
+    least CONSISTENCY_MIN_SIDE (at most CONSISTENCY_MAX_MERGES, the largest smaller sides), and
+    the n / CONSISTENCY_ABSORB_PER whose larger side is the largest, where a large cluster takes
+    in a few sequences (at most CONSISTENCY_MAX_MERGES; ties in merge order)."""
+    smaller, larger = np.minimum(size_a, size_b), np.maximum(size_a, size_b)
+    both = np.flatnonzero(smaller >= CONSISTENCY_MIN_SIDE)
+    if len(both) > CONSISTENCY_MAX_MERGES:
+        both = both[np.argsort(-smaller[both], kind="stable")[:CONSISTENCY_MAX_MERGES]]
+    large = np.flatnonzero(larger >= CONSISTENCY_MIN_SIDE)
+    absorb = min(CONSISTENCY_MAX_MERGES, -(-n // CONSISTENCY_ABSORB_PER))
+    large = large[np.argsort(-larger[large], kind="stable")[:absorb]]
+    picked = np.zeros(len(smaller), dtype=bool)  # not np.union1d: np.unique imports numpy.ma (7 ms)
+    picked[both] = True
+    picked[large] = True
+    return np.flatnonzero(picked)
 
 
 class LevelBonuses:

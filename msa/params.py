@@ -74,10 +74,17 @@ WEIGHTS_MAX_SEQUENCES = 1 << 16
 #: and weights 0.25-2 measured; docs/accuracy.md).
 CONSISTENCY_MIN_SIDE = 16
 CONSISTENCY_WEIGHT = 1.0
-#: At most this many merges take bonuses, those whose smaller side is the largest: a family of
-#: 10^4 has ~150-210 merges with both sides of 16 (balifam10000-dev), one of 10^6 tens of
-#: thousands, whose N x N pairs' library would not fit in memory (~0.3 GB here at N = 8, ~300 residues).
+#: At most this many merges take bonuses by that rule, those whose smaller side is the largest
+#: (and at most as many by the next): a family of 10^4 has ~150-210 merges with both sides of 16
+#: (balifam10000-dev), one of 10^6 tens of thousands, whose N x N pairs' library would not fit
+#: in memory (~0.3 GB here at N = 8, ~300 residues).
 CONSISTENCY_MAX_MERGES = 1024
+#: Single linkage grows a large cluster by taking in one or a few sequences at a time, merges
+#: that rule never guides. So a family's n / CONSISTENCY_ABSORB_PER merges (n: its distinct
+#: sequences) whose larger side is the largest (at least CONSISTENCY_MIN_SIDE) take bonuses
+#: too: up to N drawn from each side, every sequence of a smaller side (session 27,
+#: docs/accuracy.md: +0.2 SP / +1.7 TC on balifam1000, +0.6 / +2.3 on balifam10000-dev).
+CONSISTENCY_ABSORB_PER = 10
 #: Families of more distinct sequences than this are aligned without bonuses: the level loop
 #: keeps a host copy of every level's maps for them (8 bytes a column of every node).
 CONSISTENCY_MAX_SEQUENCES = 1 << 16

@@ -18,7 +18,7 @@ from msa.backends.cpu import CpuBackend
 from msa.backends.cpu.align import _first_is_p1, build_parent, dp_path
 from msa.io.fasta import read_aligned_fasta, read_fasta
 from msa.params import (
-    CONSISTENCY_AUTO_SAMPLES, CONSISTENCY_MAX_SEQUENCES, REFINE_AUTO_MAX, AlignParams, gap_costs,
+    CONSISTENCY_ABSORB_PER, CONSISTENCY_AUTO_SAMPLES, CONSISTENCY_MAX_SEQUENCES, REFINE_AUTO_MAX, AlignParams, gap_costs,
 )
 from msa.pipeline import align_db, align_families, family_library, prepare_family
 from msa.profile import N_COUNTS, gap_vector
@@ -98,8 +98,9 @@ def test_the_stage_adds_the_bonuses_the_definition_gives(monkeypatch, seed, n, l
 
 
 def test_the_library_is_the_sampled_pairs_alignments(monkeypatch):
-    """Every merge with two large sides has its pairs' residues, each pair drawn from the two
-    sides; a merge with a small side has none; the draw follows the seed."""
+    """Every merge with two large sides, and the n / CONSISTENCY_ABSORB_PER merges with the
+    largest larger sides, have their pairs' residues, each pair drawn from the two sides (a
+    small side whole); no other merge has any; the draw follows the seed."""
     monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 5)
     db = _family(4, 60, 50)
     params = AlignParams(device="cpu", quiet=True)
@@ -109,9 +110,14 @@ def test_the_library_is_the_sampled_pairs_alignments(monkeypatch):
 
     order, start, size = subtree_spans(tree.children, tree.n_leaves)
     seq_of = np.repeat(np.arange(len(db)), np.diff(db.offsets))
+    larger = [max(size[a], size[b]) for a, b in tree.children.tolist()]
+    absorbing = sorted((k for k in range(len(larger)) if larger[k] >= 5), key=lambda k: (-larger[k], k))
+    absorbing = set(absorbing[: -(-tree.n_leaves // CONSISTENCY_ABSORB_PER)])
+    assert absorbing and any(min(size[a], size[b]) < 5 for a, b in tree.children[sorted(absorbing)].tolist())
     for k, (a, b) in enumerate(tree.children.tolist()):
-        big = min(size[a], size[b]) >= 5
-        assert (lib.off[k + 1] > lib.off[k]) == big and (lib.seq_off[k + 1] - lib.seq_off[k] == 6) == big
+        big = min(size[a], size[b]) >= 5 or k in absorbing
+        drawn = min(3, size[a]) + min(3, size[b])
+        assert (lib.off[k + 1] > lib.off[k]) == big and (lib.seq_off[k + 1] - lib.seq_off[k] == drawn) == big
         if big:
             side_a, side_b = (set(order[start[c]:start[c] + size[c]].tolist()) for c in (a, b))
             assert set(seq_of[lib.a[lib.off[k]:lib.off[k + 1]]].tolist()) <= side_a
@@ -181,21 +187,26 @@ def test_the_level_loop_adds_the_same_bonuses(monkeypatch, where):
 
 
 def test_at_most_so_many_merges_take_bonuses(monkeypatch):
-    """Past CONSISTENCY_MAX_MERGES eligible merges, those of the largest smaller sides."""
+    """Past CONSISTENCY_MAX_MERGES merges with two large sides, those of the largest smaller
+    sides; past as many with a large side, those of the largest larger sides."""
     monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 2)
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_ABSORB_PER", 1)
     db = _family(8, 80, 40)
     tree = build_guide_tree(db, AlignParams(device="cpu", quiet=True), CpuBackend())
     args = (db, tree, MATRIX, gap_vector(gap_costs(AlignParams(), 2)), CpuBackend(), 2, 0)
     every = np.flatnonzero(np.diff(msa.consistency.top_library(*args).off))
-    assert len(every) > 3
+    assert len(every) == len(tree.children) - np.count_nonzero(tree.children.max(axis=1) < tree.n_leaves)
     monkeypatch.setattr(msa.consistency, "CONSISTENCY_MAX_MERGES", 3)
     kept = np.flatnonzero(np.diff(msa.consistency.top_library(*args).off))
     from msa.tree.guide_tree import leaf_counts
 
     size = leaf_counts(tree.children, tree.n_leaves)
     smaller = np.minimum(size[tree.children[:, 0]], size[tree.children[:, 1]])
-    assert len(kept) == 3 and set(kept) <= set(every)
-    assert smaller[kept].min() >= np.sort(smaller[every])[-3]
+    larger = np.maximum(size[tree.children[:, 0]], size[tree.children[:, 1]])
+    both = kept[smaller[kept] >= 2]
+    assert 3 <= len(kept) <= 6 and set(kept) <= set(every)
+    assert np.sort(smaller[both])[-3:].min() >= np.sort(smaller[every])[-3]
+    assert larger[kept].max() == larger.max() and len(kept[smaller[kept] < 2]) <= 3
 
 
 def test_auto_draws_where_refinement_stops():
