@@ -12,9 +12,10 @@ profiles' sequences by weight; ``unit``: CONSISTENCY_WEIGHT x the mean of the ma
 positive diagonal). T-Coffee's consistency, restricted to the merges that decide the most rows.
 
 The pairs are drawn by a generator seeded with ``--seed``, and the library and the bonuses are
-integers computed on the host between levels (by msa.backends.cpu.forest.bonus_table, in the
-CPU's compiled stage or in the level loop), which either backend's merge adds to its cell
-scores (the GPU's cell_scores kernel), so both give the same bytes. Measured in
+integers computed on the host between levels (each pair's cell by
+msa.backends.cpu.forest.bonus_cells, in the CPU's compiled stage or in the level loop), which
+either backend's merge adds to its cell scores (the GPU's cell_scores kernel), so both give the
+same bytes. Measured in
 docs/accuracy.md.
 """
 from __future__ import annotations
@@ -143,7 +144,7 @@ class LevelBonuses:
     """The level loop's side of the bonuses (msa.progressive; the CPU's one compiled call keeps
     its own): every batch's maps copied to the host and kept, as that call keeps its levels',
     and each batch's bonus tables from them by the same compiled function
-    (msa.backends.cpu.forest.bonus_table), so both give the same bytes. A GPU level's maps
+    (msa.backends.cpu.forest.bonus_cells), so both give the same bytes. A GPU level's maps
     come over once each (a copy per level of a family with bonuses)."""
 
     def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray) -> None:
@@ -156,22 +157,33 @@ class LevelBonuses:
         self.level = np.full(len(self.parent), -1, dtype=np.int64)
         self.start = np.zeros(len(self.parent), dtype=np.int64)
         self.cur = np.zeros(int(offsets[-1]), dtype=np.int64)
+        self.at = np.full(self.n, -1, dtype=np.int64)
 
-    def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray):
-        """AlignBatch.bonus of the merges ``nodes`` (children ``kids``, two each), or None."""
-        from msa.backends.cpu.forest import bonus_table
+    def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray, xp=np):
+        """AlignBatch.bonus of the merges ``nodes`` (children ``kids``, two each), or None; the
+        tables made where the level runs (``xp``: the backend's array module). Only the cells the
+        pairs hit are sent: a wide merge's table is mostly zeros (millions of cells, a few
+        thousand pairs), so it is made there, zeros with those cells set."""
+        from msa.backends.cpu.forest import bonus_cells
 
         k = nodes - self.n
-        has = self.library.off[k + 1] > self.library.off[k]
+        lib = self.library
+        has = lib.off[k + 1] > lib.off[k]
         if not has.any():
             return None
         a, b = kids[0::2], kids[1::2]
         off = offsets_of(np.where(has, widths[a] * widths[b], 0))
-        out = np.zeros(int(off[-1]), dtype=np.int64)
-        for j in np.flatnonzero(has).tolist():  # the level's large merges, a few
-            bonus_table(int(k[j]), int(a[j]), int(b[j]), int(widths[b[j]]), int(sizes[a[j]]), int(sizes[b[j]]),
-                        self.library.arrays, self.offsets, self.parent, self.maps, self.level, self.start, self.cur,
-                        out[off[j] : off[j + 1]])
+        cells, values = [], []
+        for j in np.flatnonzero(has).tolist():  # the level's guided merges, a few
+            got = np.empty(int(lib.off[k[j] + 1] - lib.off[k[j]]), dtype=np.int64)
+            bonus_cells(int(k[j]), int(a[j]), int(b[j]), int(widths[b[j]]), lib.arrays, self.offsets, self.parent,
+                        self.maps, self.level, self.start, self.cur, self.at, got)
+            got.sort()
+            first = np.flatnonzero(np.diff(got, prepend=-1))  # each distinct cell once, with its pairs' count
+            cells.append(got[first] + off[j])
+            values.append(np.diff(np.append(first, len(got))) * (sizes[a[j]] * sizes[b[j]] * lib.unit[k[j]]))
+        out = xp.zeros(int(off[-1]), dtype=xp.int64)
+        out[xp.asarray(np.concatenate(cells))] = xp.asarray(np.concatenate(values))
         return out, off
 
     def add(self, kids: np.ndarray, col_offsets: np.ndarray, maps: np.ndarray) -> None:

@@ -45,6 +45,21 @@ DONE, STOP = 0, 1
 POLL_S = 0.1
 
 
+#: align_forest calls the thread pool's twin of the batch DP (``_align_batch``) on levels with
+#: the cells to share (and bonus_cells' walks), and a function that calls a ``parallel=True``
+#: one must be compiled by Numba's parallel pipeline too: compiled without it, its cached entry crashed the process
+#: that loaded it (Numba 0.68). With prange only, none of Numba's other rewrites (array
+#: creation, array expressions), which would wake the pool for every small array a level makes.
+PRANGE_ONLY = {"prange": True, "numpy": False, "comprehension": False, "setitem": False, "reduction": False,
+               "stencil": False, "fusion": False, "inplace_binop": False}
+# Numba then warns, when it compiles align_forest, that the pipeline found nothing to run in
+# parallel: true, and meant so. Only that warning about this file is silenced.
+warnings.filterwarnings(
+    "ignore", r"(?s).*'parallel=True' was specified but no transformation.*msa.backends.cpu.forest\.py",
+    NumbaPerformanceWarning,
+)
+
+
 @njit(cache=True, nogil=True)
 def _gather(codes, offsets, weights, tables, n, kids, widths, col_offsets) -> np.ndarray:
     """The children's tables end to end: a leaf's one-hot rows (of its weight), an inner node's table."""
@@ -58,33 +73,54 @@ def _gather(codes, offsets, weights, tables, n, kids, widths, col_offsets) -> np
     return out
 
 
-@njit(cache=True, nogil=True)
-def bonus_table(
-    k: int, a: int, b: int, wb: int, na: int, nb: int, library: tuple, offsets: np.ndarray, parent: np.ndarray,
-    level_maps, map_level: np.ndarray, map_off: np.ndarray, cur: np.ndarray, out: np.ndarray,
+@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
+def bonus_cells(
+    k: int, a: int, b: int, wb: int, library: tuple, offsets: np.ndarray, parent: np.ndarray, level_maps,
+    map_level: np.ndarray, map_off: np.ndarray, cur: np.ndarray, at: np.ndarray, out: np.ndarray,
 ) -> None:
-    """Merge ``k``'s cell bonuses (msa.consistency) into ``out`` (zeros), child ``a``'s columns by
-    child ``b``'s (``wb``): each library pair of residues counts ``na * nb * unit[k]`` where it
-    puts them. A sampled sequence's columns in its child come from the maps of the merges below,
-    leaf to child: node ``v``'s column ``c`` is its parent's ``level_maps[map_level[v]][map_off[v]
-    + c]``; ``cur`` (residues) is scratch. The level loop (msa.progressive) calls it too."""
+    """The cell of merge ``k``'s table (child ``a``'s columns by child ``b``'s, ``wb``) where each
+    of its library pairs of residues lies, into ``out`` (one per pair). A sampled sequence's
+    columns in its child come from the maps of the merges below, leaf to child: node ``v``'s
+    column ``c`` is its parent's ``level_maps[map_level[v]][map_off[v] + c]``. ``cur``
+    (residues) keeps each sampled sequence's columns in node ``at[s]`` (-1: not yet walked), so
+    a sequence drawn again higher up walks on from there: in a chain, where a large cluster
+    takes in sequences one at a time, the walks are most of the bonuses' cost. The level loop
+    (msa.consistency.LevelBonuses) calls it too. The walks go on the thread pool, a sampled
+    sequence a thread (the samples of a merge are distinct sequences)."""
     lib_off, lib_a, lib_b, unit, samp_off, samp_seq = library
-    for t in range(samp_off[k], samp_off[k + 1]):
+    for t in numba.prange(samp_off[k], samp_off[k + 1]):
         s = samp_seq[t]
         start, length = offsets[s], offsets[s + 1] - offsets[s]
-        for i in range(length):
-            cur[start + i] = i
-        node = s
+        node = at[s]
+        if node < 0:
+            for i in range(length):
+                cur[start + i] = i
+            node = s
         while node != a and node != b:
             maps, o = level_maps[map_level[node]], map_off[node]
             for i in range(length):
                 cur[start + i] = maps[o + cur[start + i]]
             node = parent[node]
+        at[s] = node
     for p in range(lib_off[k], lib_off[k + 1]):
-        out[cur[lib_a[p]] * wb + cur[lib_b[p]]] += 1
+        out[p - lib_off[k]] = cur[lib_a[p]] * wb + cur[lib_b[p]]
+
+
+@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)  # it calls bonus_cells (see PRANGE_ONLY)
+def bonus_table(
+    k: int, a: int, b: int, wb: int, na: int, nb: int, library: tuple, offsets: np.ndarray, parent: np.ndarray,
+    level_maps, map_level: np.ndarray, map_off: np.ndarray, cur: np.ndarray, at: np.ndarray, out: np.ndarray,
+) -> None:
+    """Merge ``k``'s cell bonuses (msa.consistency) added into ``out`` (zeros), child ``a``'s
+    columns by child ``b``'s (``wb``): each library pair of residues adds ``na * nb * unit[k]``
+    where it puts them (:func:`bonus_cells`). Only the pairs' cells are touched: a guided merge
+    of a wide cluster has a table of millions of cells and a few thousand pairs."""
+    lib_off, unit = library[0], library[3]
+    cells = np.empty(lib_off[k + 1] - lib_off[k], dtype=np.int64)
+    bonus_cells(k, a, b, wb, library, offsets, parent, level_maps, map_level, map_off, cur, at, cells)
     scale = na * nb * unit[k]
-    for x in range(len(out)):
-        out[x] *= scale
+    for c in cells:
+        out[c] += scale
 
 
 @njit(cache=True, nogil=True)
@@ -99,21 +135,6 @@ def new_level_maps():
 def keep_level_maps(level_maps, maps: np.ndarray) -> None:
     """Append a level's maps to :func:`new_level_maps`'s list."""
     level_maps.append(maps)
-
-
-#: align_forest calls the thread pool's twin of the batch DP (``_align_batch``) on levels with
-#: the cells to share, and a function that calls a ``parallel=True`` one must be compiled by
-#: Numba's parallel pipeline too: compiled without it, its cached entry crashed the process
-#: that loaded it (Numba 0.68). With prange only, none of Numba's other rewrites (array
-#: creation, array expressions), which would wake the pool for every small array a level makes.
-PRANGE_ONLY = {"prange": True, "numpy": False, "comprehension": False, "setitem": False, "reduction": False,
-               "stencil": False, "fusion": False, "inplace_binop": False}
-# Numba then warns, when it compiles align_forest, that the pipeline found nothing to run in
-# parallel: true, and meant so. Only that warning about this file is silenced.
-warnings.filterwarnings(
-    "ignore", r"(?s).*'parallel=True' was specified but no transformation.*msa.backends.cpu.forest\.py",
-    NumbaPerformanceWarning,
-)
 
 
 @njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
@@ -150,6 +171,7 @@ def align_forest(
     for k in range(n_inner):
         parent[children[k, 0]] = parent[children[k, 1]] = n + k
     cur = np.zeros(len(codes) if lib_off[-1] > 0 else 0, dtype=np.int64)  # sampled residues' columns
+    at = np.full(n if lib_off[-1] > 0 else 0, -1, dtype=np.int64)  # the node of each sequence's ``cur``
     no_bonus = np.zeros(0, dtype=np.int64)
     for lv in range(n_levels):
         if state[STOP]:
@@ -188,7 +210,7 @@ def align_forest(
                 if bonus_off[j + 1] > bonus_off[j]:
                     bonus_table(
                         nodes[j] - n, kids[2 * j], kids[2 * j + 1], widths[kids[2 * j + 1]], kid_seqs[2 * j],
-                        kid_seqs[2 * j + 1], library, offsets, parent, level_maps, map_level, map_off, cur,
+                        kid_seqs[2 * j + 1], library, offsets, parent, level_maps, map_level, map_off, cur, at,
                         bonus[bonus_off[j] : bonus_off[j + 1]])
         if m == 1 or cells < serial_cells:
             maps, parents, parent_off = _align_serial(counts, col_offsets, kid_seqs, matrix, g, bonus, bonus_off)

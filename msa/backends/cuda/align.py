@@ -274,7 +274,7 @@ class AlignStage(DeviceStage):
         if batch.bonus is not None:
             values, boff = batch.bonus
             if boff[hi] > boff[lo]:
-                bonus = (cp.asarray(np.ascontiguousarray(values[boff[lo] : boff[hi]], dtype=np.int64)),
+                bonus = (cp.asarray(values[boff[lo] : boff[hi]], dtype=cp.int64),  # made there (LevelBonuses)
                          cp.asarray(np.ascontiguousarray(boff[lo : hi + 1] - boff[lo], dtype=np.int64)))
         records = _merge_records(col_off, few=n < self.n_sm, pipeline=pipeline, seq_side=seq_side,
                                  scored=bonus is not None)
