@@ -6,17 +6,17 @@ other, from column counts alone; a mistake there is copied into all the rows bel
 Pairwise alignments of sequences drawn from the two sides say the same thing sequence by
 sequence: each merge :func:`guided_merges` picks gets up to ``N`` sequences drawn from each
 side, all their pairs aligned pairwise (the progressive stage's own merge of two one-sequence
-profiles, unrescaled gap costs, as the refinement's library), and its DP adds to cell (i, j) ``unit x na x nb x`` the fraction of
-those pairs that put a residue of column i against one of column j (``na``, ``nb``: the two
-profiles' sequences by weight; ``unit``: CONSISTENCY_WEIGHT x the mean of the matrix's
-positive diagonal). T-Coffee's consistency, restricted to the merges that decide the most rows.
+profiles, unrescaled gap costs, as the refinement's library), and its DP adds to cell (i, j)
+``unit x na x nb x`` the fraction of those pairs that put a residue of column i against one of
+column j (``na``, ``nb``: the two profiles' sequences by weight; ``unit``: CONSISTENCY_WEIGHT x
+the mean of the matrix's positive diagonal). T-Coffee's consistency, restricted to the merges
+that decide the most rows.
 
 The pairs are drawn by a generator seeded with ``--seed``, and the library and the bonuses are
 integers computed on the host between levels (each pair's cell by
 msa.backends.cpu.forest.bonus_cells, in the CPU's compiled stage or in the level loop), which
 either backend's merge adds to its cell scores (the GPU's cell_scores kernel), so both give the
-same bytes. Measured in
-docs/accuracy.md.
+same bytes. Measured in docs/accuracy.md.
 """
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from msa.params import CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT
+from msa.params import (
+    CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT,
+)
 from msa.seqdb import SeqDB, offsets_of
 from msa.tree.guide_tree import GuideTree, subtree_spans
 

@@ -83,7 +83,8 @@ CONSISTENCY_MAX_MERGES = 1024
 #: that rule never guides. So a family's n / CONSISTENCY_ABSORB_PER merges (n: its distinct
 #: sequences) whose larger side is the largest (at least CONSISTENCY_MIN_SIDE) take bonuses
 #: too: up to N drawn from each side, every sequence of a smaller side (session 27,
-#: docs/accuracy.md: over three seeds +0.2 SP / +1.7 TC on balifam1000, +0.6 / +2.7 on balifam10000-dev).
+#: docs/accuracy.md: over three seeds +0.2 SP / +1.7 TC on balifam1000, +0.6 / +2.7 on
+#: balifam10000-dev).
 CONSISTENCY_ABSORB_PER = 10
 #: Families of more distinct sequences than this are aligned without bonuses: the level loop
 #: keeps a host copy of every level's maps for them (8 bytes a column of every node).

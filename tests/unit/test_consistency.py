@@ -18,7 +18,8 @@ from msa.backends.cpu import CpuBackend
 from msa.backends.cpu.align import _first_is_p1, build_parent, dp_path
 from msa.io.fasta import read_aligned_fasta, read_fasta
 from msa.params import (
-    CONSISTENCY_ABSORB_PER, CONSISTENCY_AUTO_SAMPLES, CONSISTENCY_MAX_SEQUENCES, REFINE_AUTO_MAX, AlignParams, gap_costs,
+    CONSISTENCY_ABSORB_PER, CONSISTENCY_AUTO_SAMPLES, CONSISTENCY_MAX_SEQUENCES, REFINE_AUTO_MAX, AlignParams,
+    gap_costs,
 )
 from msa.pipeline import align_db, align_families, family_library, prepare_family
 from msa.profile import N_COUNTS, gap_vector
@@ -111,7 +112,8 @@ def test_the_library_is_the_sampled_pairs_alignments(monkeypatch):
     order, start, size = subtree_spans(tree.children, tree.n_leaves)
     seq_of = np.repeat(np.arange(len(db)), np.diff(db.offsets))
     larger = [max(size[a], size[b]) for a, b in tree.children.tolist()]
-    absorbing = sorted((k for k in range(len(larger)) if larger[k] >= 5), key=lambda k: (-larger[k], k))
+    absorbing = sorted((k for k in range(len(larger)) if larger[k] >= 5),
+                       key=lambda k: (-larger[k], k))
     absorbing = set(absorbing[: -(-tree.n_leaves // CONSISTENCY_ABSORB_PER)])
     assert absorbing and any(min(size[a], size[b]) < 5 for a, b in tree.children[sorted(absorbing)].tolist())
     for k, (a, b) in enumerate(tree.children.tolist()):
