@@ -101,8 +101,9 @@ ConsistencyOpt = Annotated[
     str,
     typer.Option(
         "--consistency", metavar="N|auto|off",
-        help="Where two large clusters merge, draw N sequences from each side, align the N x N pairs "
-        "and favour the columns they agree on (T-Coffee's consistency at the top of the tree; slower, "
+        help="Where two large clusters merge, or a large one takes in a few sequences, draw up to N "
+        "sequences from each side, align their pairs and favour the columns they agree on "
+        "(T-Coffee's consistency at the top of the tree; slower, "
         "more accurate on real families). off: FAMSA's merges; auto: "
         + f"{CONSISTENCY_AUTO_SAMPLES} past {REFINE_AUTO_MAX} distinct sequences, where --refine auto stops.",
     ),
