@@ -47,9 +47,10 @@ POLL_S = 0.1
 
 #: align_forest calls the thread pool's twin of the batch DP (``_align_batch``) on levels with
 #: the cells to share (and bonus_cells' walks), and a function that calls a ``parallel=True``
-#: one must be compiled by Numba's parallel pipeline too: compiled without it, its cached entry crashed the process
-#: that loaded it (Numba 0.68). With prange only, none of Numba's other rewrites (array
-#: creation, array expressions), which would wake the pool for every small array a level makes.
+#: one must be compiled by Numba's parallel pipeline too: compiled without it, its cached entry
+#: crashed the process that loaded it (Numba 0.68). With prange only, none of Numba's other
+#: rewrites (array creation, array expressions), which would wake the pool for every small
+#: array a level makes.
 PRANGE_ONLY = {"prange": True, "numpy": False, "comprehension": False, "setitem": False, "reduction": False,
                "stencil": False, "fusion": False, "inplace_binop": False}
 # Numba then warns, when it compiles align_forest, that the pipeline found nothing to run in
