@@ -7,10 +7,12 @@ Pairwise alignments of sequences drawn from the two sides say the same thing seq
 sequence: each merge :func:`guided_merges` picks gets up to ``N`` sequences drawn from each
 side, all their pairs aligned pairwise (the progressive stage's own merge of two one-sequence
 profiles, unrescaled gap costs, as the refinement's library), and its DP adds to cell (i, j)
-``unit x na x nb x`` the fraction of those pairs that put a residue of column i against one of
-column j (``na``, ``nb``: the two profiles' sequences by weight; ``unit``: CONSISTENCY_WEIGHT x
-the mean of the matrix's positive diagonal). T-Coffee's consistency, restricted to the merges
-that decide the most rows.
+``na x nb x`` the votes of those pairs that put a residue of column i against one of column j
+(``na``, ``nb``: the two profiles' sequences by weight). A pair's vote is its alignment's
+identity (identical residues over the shorter sequence's length: T-Coffee's primary library
+weight) x CONSISTENCY_WEIGHT x the mean of the matrix's positive diagonal / the merge's pairs,
+so a pair of near relatives weighs most and a twilight-zone pair, whose alignment is often
+wrong, little. T-Coffee's consistency, restricted to the merges that decide the most rows.
 
 The pairs are drawn by a generator seeded with ``--seed``, and the library and the bonuses are
 integers computed on the host between levels (each pair's cell by
@@ -36,27 +38,26 @@ class TopLibrary:
     """The sampled pairs' aligned residues of every merge of a tree (or of a forest's merges).
 
     Merge ``k``'s residue pairs are ``a[off[k]:off[k + 1]]`` (on its first child's side) with
-    ``b[...]`` (its second's), residues in ``codes`` layout; ``unit[k]`` the bonus per pair and
-    unit of ``na x nb``; its sampled sequences ``seqs[seq_off[k]:seq_off[k + 1]]``.
+    ``b[...]`` (its second's), residues in ``codes`` layout; ``vote[...]`` each one's bonus per
+    unit of ``na x nb`` (its pair's vote); its sampled sequences ``seqs[seq_off[k]:seq_off[k + 1]]``.
     """
 
     off: np.ndarray
     a: np.ndarray
     b: np.ndarray
-    unit: np.ndarray
+    vote: np.ndarray
     seq_off: np.ndarray
     seqs: np.ndarray
 
     @classmethod
     def empty(cls, n_merges: int) -> "TopLibrary":
         z = np.zeros(0, dtype=np.int64)
-        return cls(np.zeros(n_merges + 1, dtype=np.int64), z, z, np.zeros(n_merges, dtype=np.int64),
-                   np.zeros(n_merges + 1, dtype=np.int64), z)
+        return cls(np.zeros(n_merges + 1, dtype=np.int64), z, z, z, np.zeros(n_merges + 1, dtype=np.int64), z)
 
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The compiled stage's argument (msa.backends.cpu.forest.align_forest)."""
-        return self.off, self.a, self.b, self.unit, self.seq_off, self.seqs
+        return self.off, self.a, self.b, self.vote, self.seq_off, self.seqs
 
     @property
     def n_pairs(self) -> int:
@@ -72,7 +73,7 @@ class TopLibrary:
         return cls(
             _joined_offsets([lib.off for lib in libs]),
             cat([lib.a for lib in libs], code_off), cat([lib.b for lib in libs], code_off),
-            np.concatenate([lib.unit for lib in libs]),
+            np.concatenate([lib.vote for lib in libs]),
             _joined_offsets([lib.seq_off for lib in libs]), cat([lib.seqs for lib in libs], leaf_off),
         )
 
@@ -109,16 +110,16 @@ def top_library(
     ra, rb, pair = pair_library(db.codes, offsets, pairs, np.ascontiguousarray(matrix, dtype=np.int64), pair_gaps,
                                 backend)
     merge = owner[pair]  # in merge order already: the pairs go merge by merge, their residue pairs pair by pair
-    counts = np.bincount(owner, minlength=n_merges)
+    same = np.bincount(pair, weights=db.codes[ra] == db.codes[rb], minlength=len(pairs))
+    identity = same / np.diff(offsets)[pairs].min(axis=1)
     diagonal = np.diag(matrix)
-    identity = float(diagonal[diagonal > 0].mean())
-    unit = np.zeros(n_merges, dtype=np.int64)
-    unit[big] = np.rint(CONSISTENCY_WEIGHT * identity / counts[big]).astype(np.int64)
+    full = CONSISTENCY_WEIGHT * float(diagonal[diagonal > 0].mean())
+    vote = np.rint(full * identity / np.bincount(owner, minlength=n_merges)[owner]).astype(np.int64)
     seqs = [np.concatenate(d) for d in drawn]
     seq_off = np.zeros(n_merges + 1, dtype=np.int64)
     seq_off[big + 1] = [len(s) for s in seqs]
     return TopLibrary(
-        offsets_of(np.bincount(merge, minlength=n_merges)), ra, rb, unit, np.cumsum(seq_off),
+        offsets_of(np.bincount(merge, minlength=n_merges)), ra, rb, vote[pair], np.cumsum(seq_off),
         np.concatenate(seqs),
     )
 
@@ -177,13 +178,15 @@ class LevelBonuses:
         off = offsets_of(np.where(has, widths[a] * widths[b], 0))
         cells, values = [], []
         for j in np.flatnonzero(has).tolist():  # the level's guided merges, a few
-            got = np.empty(int(lib.off[k[j] + 1] - lib.off[k[j]]), dtype=np.int64)
+            lo, hi = int(lib.off[k[j]]), int(lib.off[k[j] + 1])
+            got = np.empty(hi - lo, dtype=np.int64)
             bonus_cells(int(k[j]), int(a[j]), int(b[j]), int(widths[b[j]]), lib.arrays, self.offsets, self.parent,
                         self.maps, self.level, self.start, self.cur, self.at, got)
-            got.sort()
-            first = np.flatnonzero(np.diff(got, prepend=-1))  # each distinct cell once, with its pairs' count
+            by = np.argsort(got, kind="stable")
+            got, vote = got[by], lib.vote[lo:hi][by]
+            first = np.flatnonzero(np.diff(got, prepend=-1))  # each distinct cell once, with its pairs' votes
             cells.append(got[first] + off[j])
-            values.append(np.diff(np.append(first, len(got))) * (sizes[a[j]] * sizes[b[j]] * lib.unit[k[j]]))
+            values.append(np.add.reduceat(vote, first) * (sizes[a[j]] * sizes[b[j]]))
         out = xp.zeros(int(off[-1]), dtype=xp.int64)
         out[xp.asarray(np.concatenate(cells))] = xp.asarray(np.concatenate(values))
         return out, off

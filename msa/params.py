@@ -69,9 +69,10 @@ WEIGHT_SCALE = 4
 #: of two profiles' counts; up to here they stay below those of an unweighted 2.6 x 10^5.
 WEIGHTS_MAX_SEQUENCES = 1 << 16
 #: ``--consistency N`` (msa.consistency): the merges whose two sides both hold at least this
-#: many sequences get N x N sampled pairwise alignments, whose agreement adds CONSISTENCY_WEIGHT
-#: x the matrix's mean identity score x na x nb to a cell (balifam1000: minimum sides 8, 16, 32
-#: and weights 0.25-2 measured; docs/accuracy.md).
+#: many sequences get N x N sampled pairwise alignments; a cell gains na x nb x CONSISTENCY_WEIGHT
+#: x the matrix's mean identity score x the share of those pairs that align it, each pair counted
+#: by its alignment's identity (session 28; balifam1000: minimum sides 8, 16, 32 and weights
+#: 0.25-2 measured; docs/accuracy.md).
 CONSISTENCY_MIN_SIDE = 16
 CONSISTENCY_WEIGHT = 1.0
 #: At most this many merges take bonuses by that rule, those whose smaller side is the largest

@@ -88,7 +88,7 @@ def bonus_cells(
     takes in sequences one at a time, the walks are most of the bonuses' cost. The level loop
     (msa.consistency.LevelBonuses) calls it too. The walks go on the thread pool, a sampled
     sequence a thread (the samples of a merge are distinct sequences)."""
-    lib_off, lib_a, lib_b, unit, samp_off, samp_seq = library
+    lib_off, lib_a, lib_b, _, samp_off, samp_seq = library
     for t in numba.prange(samp_off[k], samp_off[k + 1]):
         s = samp_seq[t]
         start, length = offsets[s], offsets[s + 1] - offsets[s]
@@ -113,15 +113,14 @@ def bonus_table(
     level_maps, map_level: np.ndarray, map_off: np.ndarray, cur: np.ndarray, at: np.ndarray, out: np.ndarray,
 ) -> None:
     """Merge ``k``'s cell bonuses (msa.consistency) added into ``out`` (zeros), child ``a``'s
-    columns by child ``b``'s (``wb``): each library pair of residues adds ``na * nb * unit[k]``
+    columns by child ``b``'s (``wb``): each library pair of residues adds ``na * nb`` x its vote
     where it puts them (:func:`bonus_cells`). Only the pairs' cells are touched: a guided merge
     of a wide cluster has a table of millions of cells and a few thousand pairs."""
-    lib_off, unit = library[0], library[3]
+    lib_off, vote = library[0], library[3]
     cells = np.empty(lib_off[k + 1] - lib_off[k], dtype=np.int64)
     bonus_cells(k, a, b, wb, library, offsets, parent, level_maps, map_level, map_off, cur, at, cells)
-    scale = na * nb * unit[k]
-    for c in cells:
-        out[c] += scale
+    for p in range(len(cells)):
+        out[cells[p]] += na * nb * vote[lib_off[k] + p]
 
 
 @njit(cache=True, nogil=True)
