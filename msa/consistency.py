@@ -164,10 +164,11 @@ class LevelBonuses:
 
     def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray, xp=np):
         """AlignBatch.bonus of the merges ``nodes`` (children ``kids``, two each), or None; the
-        tables made where the level runs (``xp``: the backend's array module). Only the cells the
-        pairs hit are sent: a wide merge's table is mostly zeros (millions of cells, a few
-        thousand pairs), so it is made there, zeros with those cells set."""
-        from msa.backends.cpu.forest import bonus_cells
+        tables made where the level runs (``xp``: the backend's array module). Only the pairs'
+        cells and votes are sent: a wide merge's table is mostly zeros (millions of cells, a few
+        thousand pairs), so it is made there, zeros with each pair's vote added (a cell that
+        several pairs hit comes several times: adding there costs less than summing here)."""
+        from msa.backends.cpu.forest import level_bonuses
 
         k = nodes - self.n
         lib = self.library
@@ -176,20 +177,13 @@ class LevelBonuses:
             return None
         a, b = kids[0::2], kids[1::2]
         off = offsets_of(np.where(has, widths[a] * widths[b], 0))
-        cells, values = [], []
-        for j in np.flatnonzero(has).tolist():  # the level's guided merges, a few
-            lo, hi = int(lib.off[k[j]]), int(lib.off[k[j] + 1])
-            got = np.empty(hi - lo, dtype=np.int64)
-            bonus_cells(int(k[j]), int(a[j]), int(b[j]), int(widths[b[j]]), lib.arrays, self.offsets, self.parent,
-                        self.maps, self.level, self.start, self.cur, self.at, got)
-            by = np.argsort(got, kind="stable")
-            got, vote = got[by], lib.vote[lo:hi][by]
-            first = np.flatnonzero(np.diff(got, prepend=-1))  # each distinct cell once, with its pairs' votes
-            cells.append(got[first] + off[j])
-            values.append(np.add.reduceat(vote, first) * (sizes[a[j]] * sizes[b[j]]))
-        out = xp.zeros(int(off[-1]), dtype=xp.int64)
-        out[xp.asarray(np.concatenate(cells))] = xp.asarray(np.concatenate(values))
-        return out, off
+        j = np.flatnonzero(has)
+        args = (k[j], a[j], b[j], widths[b[j]], sizes[a[j]] * sizes[b[j]], off[j])
+        cells, values = level_bonuses(*(np.asarray(x, dtype=np.int64) for x in args), lib.arrays, self.offsets,
+                                      self.parent, self.maps, self.level, self.start, self.cur, self.at)
+        out = xp.zeros(int(off[-1]), dtype=xp.uint64)  # CuPy's add.at takes atomicAdd's types: not int64
+        xp.add.at(out, xp.asarray(cells), xp.asarray(values.view(np.uint64)))
+        return out.view(xp.int64), off
 
     def add(self, kids: np.ndarray, col_offsets: np.ndarray, maps: np.ndarray) -> None:
         """A batch's maps (host), its children's columns at ``col_offsets``."""
@@ -199,3 +193,4 @@ class LevelBonuses:
         self.start[kids] = col_offsets[:-1]
         keep_level_maps(self.maps, np.ascontiguousarray(maps, dtype=np.int64))
         self.n_maps += 1
+
