@@ -193,4 +193,3 @@ class LevelBonuses:
         self.start[kids] = col_offsets[:-1]
         keep_level_maps(self.maps, np.ascontiguousarray(maps, dtype=np.int64))
         self.n_maps += 1
-

@@ -124,6 +124,18 @@ def test_the_library_is_the_sampled_pairs_alignments(monkeypatch):
             side_a, side_b = (set(order[start[c]:start[c] + size[c]].tolist()) for c in (a, b))
             assert set(seq_of[lib.a[lib.off[k]:lib.off[k + 1]]].tolist()) <= side_a
             assert set(seq_of[lib.b[lib.off[k]:lib.off[k + 1]]].tolist()) <= side_b
+    # Each pair votes by its alignment's identity (identical residue pairs / the shorter length).
+    diagonal = np.diag(MATRIX)
+    full = float(diagonal[diagonal > 0].mean())
+    lengths = np.diff(db.offsets)
+    for k in np.flatnonzero(np.diff(lib.off)).tolist():
+        lo, hi = lib.off[k], lib.off[k + 1]
+        sa, sb = seq_of[lib.a[lo:hi]], seq_of[lib.b[lo:hi]]
+        n_pairs = min(3, size[tree.children[k, 0]]) * min(3, size[tree.children[k, 1]])
+        for x, y in set(zip(sa.tolist(), sb.tolist())):
+            mine = (sa == x) & (sb == y)
+            same = np.count_nonzero(db.codes[lib.a[lo:hi][mine]] == db.codes[lib.b[lo:hi][mine]])
+            assert (lib.vote[lo:hi][mine] == round(full * (same / min(lengths[x], lengths[y])) / n_pairs)).all()
     again = msa.consistency.top_library(db, tree, MATRIX, gap_vector(gap_costs(params, 2)), CpuBackend(), 3, 7)
     np.testing.assert_array_equal(again.a, lib.a)
     other = msa.consistency.top_library(db, tree, MATRIX, gap_vector(gap_costs(params, 2)), CpuBackend(), 3, 8)

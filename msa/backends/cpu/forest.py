@@ -86,8 +86,8 @@ def bonus_cells(
     (residues) keeps each sampled sequence's columns in node ``at[s]`` (-1: not yet walked), so
     a sequence drawn again higher up walks on from there: in a chain, where a large cluster
     takes in sequences one at a time, the walks are most of the bonuses' cost. The level loop
-    (msa.consistency.LevelBonuses) calls it through :func:`level_bonuses`. The walks go on the thread pool, a sampled
-    sequence a thread (the samples of a merge are distinct sequences)."""
+    (msa.consistency.LevelBonuses) calls it through :func:`level_bonuses`. The walks go on the
+    thread pool, a sampled sequence a thread (the samples of a merge are distinct sequences)."""
     lib_off, lib_a, lib_b, _, samp_off, samp_seq = library
     for t in numba.prange(samp_off[k], samp_off[k + 1]):
         s = samp_seq[t]
