@@ -101,11 +101,16 @@ def top_library(
     if len(big) == 0 or samples < 1:
         return TopLibrary.empty(n_merges)
     rng = np.random.default_rng(seed)
-    drawn = [[order[start[c] + rng.choice(size[c], min(samples, size[c]), replace=False)] for c in kids[k]]
-             for k in big.tolist()]  # a loop over the large merges (a few per hundred sequences)
-    sides = [np.stack(np.meshgrid(sa, sb, indexing="ij"), axis=-1).reshape(-1, 2) for sa, sb in drawn]
-    pairs = np.concatenate(sides)
-    owner = np.repeat(big, [len(p) for p in sides])
+    drawn = [order[start[c] + rng.choice(size[c], min(samples, size[c]), replace=False)]
+             for k in big.tolist() for c in kids[k]]  # a loop over the guided merges (~n / 8)
+    seqs = np.concatenate(drawn)  # merge by merge, its first side's then its second's
+    n_side = np.array([len(d) for d in drawn], dtype=np.int64).reshape(-1, 2)
+    first = offsets_of(n_side.reshape(-1))[:-1:2]
+    count = n_side[:, 0] * n_side[:, 1]  # every pair of a merge's two sides, first side's index major
+    owner = np.repeat(big, count)
+    at = np.arange(int(count.sum())) - np.repeat(offsets_of(count)[:-1], count)
+    i, j = at // np.repeat(n_side[:, 1], count), at % np.repeat(n_side[:, 1], count)
+    pairs = np.stack((seqs[np.repeat(first, count) + i], seqs[np.repeat(first + n_side[:, 0], count) + j]), axis=1)
     offsets = np.asarray(db.offsets, dtype=np.int64)
     ra, rb, pair = pair_library(db.codes, offsets, pairs, np.ascontiguousarray(matrix, dtype=np.int64), pair_gaps,
                                 backend)
@@ -115,12 +120,10 @@ def top_library(
     diagonal = np.diag(matrix)
     full = CONSISTENCY_WEIGHT * float(diagonal[diagonal > 0].mean())
     vote = np.rint(full * identity / np.bincount(owner, minlength=n_merges)[owner]).astype(np.int64)
-    seqs = [np.concatenate(d) for d in drawn]
     seq_off = np.zeros(n_merges + 1, dtype=np.int64)
-    seq_off[big + 1] = [len(s) for s in seqs]
+    seq_off[big + 1] = n_side.sum(axis=1)
     return TopLibrary(
-        offsets_of(np.bincount(merge, minlength=n_merges)), ra, rb, vote[pair], np.cumsum(seq_off),
-        np.concatenate(seqs),
+        offsets_of(np.bincount(merge, minlength=n_merges)), ra, rb, vote[pair], np.cumsum(seq_off), seqs,
     )
 
 
