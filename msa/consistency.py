@@ -119,7 +119,7 @@ def top_library(
     identity = same / np.diff(offsets)[pairs].min(axis=1)
     diagonal = np.diag(matrix)
     full = CONSISTENCY_WEIGHT * float(diagonal[diagonal > 0].mean())
-    vote = np.rint(full * identity / np.bincount(owner, minlength=n_merges)[owner]).astype(np.int64)
+    vote = np.rint(full * identity / np.repeat(count, count)).astype(np.int64)  # a pair's share of its merge's
     seq_off = np.zeros(n_merges + 1, dtype=np.int64)
     seq_off[big + 1] = n_side.sum(axis=1)
     return TopLibrary(
