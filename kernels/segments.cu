@@ -1,8 +1,9 @@
-// The progressive stage's data movement between levels (msa/progressive.py), one launch per
-// level however many nodes it has: before, each level cost a few dozen small CuPy operations
-// per source or destination level, more host time than the level's dynamic programming.
+// The progressive stage's data movement between levels (msa/progressive.py), and its levels'
+// consistency bonuses, one launch per level however many nodes it has: before, each level cost a
+// few dozen small CuPy operations per source or destination level, more host time than the
+// level's dynamic programming.
 //
-// Both kernels copy segments of very different sizes (a leaf's ~300 rows, a near-root
+// The kernels go over segments of very different sizes (a leaf's ~300 rows, a near-root
 // profile's ~10^4). A segment is cut into SEG_CHUNK-element chunks; one block (SEG_THREADS threads)
 // per chunk, found by binary search in the chunks' prefix sum (chunk_off, n_seg + 1 entries),
 // threads striding over the chunk's consecutive elements (coalesced on both sides).
@@ -54,4 +55,26 @@ extern "C" __global__ void __launch_bounds__(SEG_THREADS) place_segments(
     const long long lo = (blockIdx.x - chunk_off[g]) * (long long)SEG_CHUNK;
     const long long hi = lo + SEG_CHUNK < n ? lo + SEG_CHUNK : n;
     for (long long c = lo + threadIdx.x; c < hi; c += SEG_THREADS) target[start + c] = values[parent + maps[map + c]];
+}
+
+// Consistency bonuses of a level's guided merges (msa/consistency.py LevelBonuses), added into
+// out (int64 zeros). Segment g is merge g's library pairs of residues: rec[5 * g ..]: its first
+// pair p0, pairs, wb (its second child's columns), base (its table's first cell in out), scale
+// (na x nb). Pair p adds vote[p] * scale at base + cur[lib_a[p]] * wb + cur[lib_b[p]]; pairs that
+// agree hit one cell, so the adds are atomic, on 64-bit integers: their order changes no sum,
+// and the tables are the CPU's (msa/backends/cpu/forest.py _add_bonuses).
+extern "C" __global__ void __launch_bounds__(SEG_THREADS) add_bonuses(
+    const long long* __restrict__ rec, const long long* __restrict__ chunk_off, long long n_seg,
+    const long long* __restrict__ lib_a, const long long* __restrict__ lib_b, const long long* __restrict__ vote,
+    const long long* __restrict__ cur, long long* out) {
+    const long long g = segment_of(chunk_off, n_seg, blockIdx.x);
+    const long long* r = rec + 5 * g;
+    const long long p0 = r[0], n = r[1], wb = r[2], base = r[3], scale = r[4];
+    const long long lo = (blockIdx.x - chunk_off[g]) * (long long)SEG_CHUNK;
+    const long long hi = lo + SEG_CHUNK < n ? lo + SEG_CHUNK : n;
+    for (long long i = lo + threadIdx.x; i < hi; i += SEG_THREADS) {
+        const long long p = p0 + i;
+        const long long cell = base + __ldg(cur + __ldg(lib_a + p)) * wb + __ldg(cur + __ldg(lib_b + p));
+        atomicAdd(reinterpret_cast<unsigned long long*>(out + cell), (unsigned long long)(__ldg(vote + p) * scale));
+    }
 }

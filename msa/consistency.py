@@ -14,10 +14,11 @@ weight) x CONSISTENCY_WEIGHT x the mean of the matrix's positive diagonal / the 
 so a pair of near relatives weighs most and a twilight-zone pair, whose alignment is often
 wrong, little. T-Coffee's consistency, restricted to the merges that decide the most rows.
 
-The pairs are drawn by a generator seeded with ``--seed``, and the library and the bonuses are
-integers computed on the host between levels (each pair's cell by
-msa.backends.cpu.forest.bonus_cells, in the CPU's compiled stage or in the level loop), which
-either backend's merge adds to its cell scores (the GPU's cell_scores kernel), so both give the
+The pairs are drawn by a generator seeded with ``--seed``; the library and the bonuses are
+integers, the sampled sequences' columns in each merge's children are walked on the host between
+levels (msa.backends.cpu.forest.walk_samples, in the CPU's compiled stage or in the level loop),
+the bonuses added up where the level runs (integer sums, in any order the same) and each
+backend's merge adds them to its cell scores (the GPU's cell_scores kernel), so both give the
 same bytes. Measured in docs/accuracy.md.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from msa._runtime.jit import njit
 from msa.params import (
     CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT,
 )
@@ -114,17 +116,28 @@ def top_library(
     offsets = np.asarray(db.offsets, dtype=np.int64)
     ra, rb, pair = pair_library(db.codes, offsets, pairs, np.ascontiguousarray(matrix, dtype=np.int64), pair_gaps,
                                 backend)
-    merge = owner[pair]  # in merge order already: the pairs go merge by merge, their residue pairs pair by pair
-    same = np.bincount(pair, weights=db.codes[ra] == db.codes[rb], minlength=len(pairs))
+    aligned, same = _pair_counts(db.codes, ra, rb, pair, len(pairs))
     identity = same / np.diff(offsets)[pairs].min(axis=1)
     diagonal = np.diag(matrix)
     full = CONSISTENCY_WEIGHT * float(diagonal[diagonal > 0].mean())
     vote = np.rint(full * identity / np.repeat(count, count)).astype(np.int64)  # a pair's share of its merge's
     seq_off = np.zeros(n_merges + 1, dtype=np.int64)
     seq_off[big + 1] = n_side.sum(axis=1)
-    return TopLibrary(
-        offsets_of(np.bincount(merge, minlength=n_merges)), ra, rb, vote[pair], np.cumsum(seq_off), seqs,
-    )
+    per_merge = np.bincount(owner, weights=aligned, minlength=n_merges).astype(np.int64)  # pairs go merge by merge
+    return TopLibrary(offsets_of(per_merge), ra, rb, np.repeat(vote, aligned), np.cumsum(seq_off), seqs)
+
+
+@njit(cache=True, nogil=True)
+def _pair_counts(codes: np.ndarray, ra: np.ndarray, rb: np.ndarray, pair: np.ndarray, n_pairs: int):
+    """Each pair's aligned residue pairs and how many of them are the same residue, in one pass
+    over the library (``pair`` in order). NumPy's fancy indexing and bincounts over its ~5 M
+    residue pairs took 0.17 s of PF00009.10000's library on 2 cores."""
+    aligned = np.zeros(n_pairs, dtype=np.int64)
+    same = np.zeros(n_pairs, dtype=np.int64)
+    for i in range(len(pair)):
+        aligned[pair[i]] += 1
+        same[pair[i]] += codes[ra[i]] == codes[rb[i]]
+    return aligned, same
 
 
 def guided_merges(size_a: np.ndarray, size_b: np.ndarray, n: int) -> np.ndarray:
@@ -149,12 +162,14 @@ def guided_merges(size_a: np.ndarray, size_b: np.ndarray, n: int) -> np.ndarray:
 class LevelBonuses:
     """The level loop's side of the bonuses (msa.progressive; the CPU's one compiled call keeps
     its own): every batch's maps copied to the host and kept, as that call keeps its levels',
-    and each batch's bonus tables from them by the same compiled function
-    (msa.backends.cpu.forest.bonus_cells), so both give the same bytes. A GPU level's maps
-    come over once each (a copy per level of a family with bonuses)."""
+    the sampled sequences walked there by the same compiled function
+    (msa.backends.cpu.forest.walk_samples), and each batch's tables added where the level runs
+    (the backend's add_bonuses), from the library and the walked columns, so both give the same
+    bytes. A GPU level's maps come over once each (a copy per level of a family with bonuses);
+    the library goes over once, and a level's walked columns (its samples' residues)."""
 
     def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray) -> None:
-        from msa.backends.cpu.forest import new_level_maps
+        from msa.backends.cpu.forest import new_level_maps, new_walks
 
         self.library, self.offsets, self.n = library, offsets, len(offsets) - 1
         self.parent = np.full(self.n + len(children), -1, dtype=np.int64)
@@ -162,16 +177,15 @@ class LevelBonuses:
         self.maps, self.n_maps = new_level_maps(), 0
         self.level = np.full(len(self.parent), -1, dtype=np.int64)
         self.start = np.zeros(len(self.parent), dtype=np.int64)
-        self.cur = np.zeros(int(offsets[-1]), dtype=np.int64)
-        self.at = np.full(self.n, -1, dtype=np.int64)
+        self.walks = new_walks(int(offsets[-1]), self.n, len(children))
+        self.on_device: tuple | None = None  # the library's arrays and every residue's column there
 
-    def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray, xp=np):
+    def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray, backend):
         """AlignBatch.bonus of the merges ``nodes`` (children ``kids``, two each), or None; the
-        tables made where the level runs (``xp``: the backend's array module). Only the pairs'
-        cells and votes are sent: a wide merge's table is mostly zeros (millions of cells, a few
-        thousand pairs), so it is made there, zeros with each pair's vote added (a cell that
-        several pairs hit comes several times: adding there costs less than summing here)."""
-        from msa.backends.cpu.forest import level_bonuses
+        tables made by ``backend`` (where the level runs): zeros with each library pair's vote
+        added where its walked residues lie (a wide merge's table is mostly zeros: millions of
+        cells, a few thousand pairs)."""
+        from msa.backends.cpu.forest import level_walks
 
         k = nodes - self.n
         lib = self.library
@@ -181,12 +195,29 @@ class LevelBonuses:
         a, b = kids[0::2], kids[1::2]
         off = offsets_of(np.where(has, widths[a] * widths[b], 0))
         j = np.flatnonzero(has)
-        args = (k[j], a[j], b[j], widths[b[j]], sizes[a[j]] * sizes[b[j]], off[j])
-        cells, values = level_bonuses(*(np.asarray(x, dtype=np.int64) for x in args), lib.arrays, self.offsets,
-                                      self.parent, self.maps, self.level, self.start, self.cur, self.at)
-        out = xp.zeros(int(off[-1]), dtype=xp.uint64)  # CuPy's add.at takes atomicAdd's types: not int64
-        xp.add.at(out, xp.asarray(cells), xp.asarray(values.view(np.uint64)))
-        return out.view(xp.int64), off
+        walked = level_walks(*(np.asarray(x, dtype=np.int64) for x in (k[j], a[j], b[j])), lib.arrays, self.offsets,
+                             self.parent, widths, self.maps, self.level, self.start, self.walks)
+        xp = backend.xp
+        lib_a, lib_b, vote, cur = self._placed(xp)
+        if cur is not self.walks[0]:  # the level's walked columns over to the device's copy
+            moved = xp.asarray(np.stack((walked, self.walks[0][walked])))
+            cur[moved[0]] = moved[1]
+        out = xp.zeros(int(off[-1]), dtype=xp.int64)
+        first = lib.off[k[j]]
+        backend.add_bonuses(out, first, lib.off[k[j] + 1] - first, widths[b[j]], off[j], sizes[a[j]] * sizes[b[j]],
+                            lib_a, lib_b, vote, cur)
+        return out, off
+
+    def _placed(self, xp) -> tuple:
+        """The library's residue pairs, votes and every residue's column in ``xp``'s memory: the
+        host's own arrays, or the device's copies, made once (a hybrid run has levels on both)."""
+        if xp is np:
+            return self.library.a, self.library.b, self.library.vote, self.walks[0]
+        if self.on_device is None:
+            lib = self.library
+            self.on_device = (xp.asarray(lib.a), xp.asarray(lib.b), xp.asarray(lib.vote),
+                              xp.zeros(len(self.walks[0]), dtype=xp.int64))
+        return self.on_device
 
     def add(self, kids: np.ndarray, col_offsets: np.ndarray, maps: np.ndarray) -> None:
         """A batch's maps (host), its children's columns at ``col_offsets``."""

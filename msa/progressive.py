@@ -396,7 +396,7 @@ def _align_forest(
                 kids = forest.children[nodes - n].reshape(-1)
                 sizes[nodes] = sizes[kids[0::2]] + sizes[kids[1::2]]
                 gathered, col_offsets = pool.take(kids, side)
-                bonus = None if bonuses is None else bonuses.tables(nodes, kids, pool.widths, sizes, run.xp)
+                bonus = None if bonuses is None else bonuses.tables(nodes, kids, pool.widths, sizes, run)
                 batch = AlignBatch(gathered, col_offsets, sizes[kids], matrix, forest.gaps[nodes - n], bonus=bonus)
                 del gathered
                 result = run.profile_align(batch)

@@ -155,6 +155,14 @@ class Backend(Protocol):
         self, targets: list, target: np.ndarray, start: np.ndarray, values, maps, parent: np.ndarray,
         widths: np.ndarray,
     ) -> None: ...
+    # add_bonuses (msa.consistency.LevelBonuses): a level's guided merges' consistency bonuses,
+    # into ``out`` (int64 zeros, xp): merge g's library pairs of residues first[g].. (count[g],
+    # host arrays) each add vote[p] * scale[g] at out[base[g] + cur[lib_a[p]] * wb[g] +
+    # cur[lib_b[p]]] (lib_a, lib_b, vote: the library's arrays, cur: every residue's column, xp).
+    def add_bonuses(
+        self, out, first: np.ndarray, count: np.ndarray, wb: np.ndarray, base: np.ndarray, scale: np.ndarray,
+        lib_a, lib_b, vote, cur,
+    ) -> None: ...
 
     # Writing (msa.io.fasta's mapped writer): msa.backends.cpu.records.fill_records' records k of a window ``out``
     # of the output file (host memory), header, wrapped row of gaps and residues at their columns.

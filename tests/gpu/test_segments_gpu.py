@@ -1,4 +1,4 @@
-"""kernels/segments.cu (the progressive stage's per-level gathers and scatters) against the
+"""kernels/segments.cu (the progressive stage's per-level gathers, scatters and bonuses) against the
 CPU backend's (Numba) version, on fresh random segments: leaves and profile rows mixed, empty,
 one-row and multi-chunk segments, several sources and targets."""
 from __future__ import annotations
@@ -63,3 +63,35 @@ def test_place_segments_equals_cpu(cuda_backend, seed: int) -> None:
     cuda_backend.place_segments(got, target, start, cp.asarray(values), cp.asarray(maps), parent, widths)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(cp.asnumpy(g), w)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_add_bonuses_equals_cpu(cuda_backend, seed: int) -> None:
+    """A level's consistency bonuses (msa.consistency.LevelBonuses): merges of few and of many
+    (past a block's chunk) residue pairs, some of none, many pairs on one cell (the atomics)."""
+    rng = np.random.default_rng(seed)
+    n_merges = int(rng.integers(1, 60))
+    wa, wb = rng.integers(1, 300, n_merges), rng.integers(1, 300, n_merges)
+    count = rng.integers(0, 3000, n_merges)
+    count[rng.random(n_merges) < 0.1] = 0
+    count[rng.random(n_merges) < 0.1] = rng.integers(5000, 20_000, 1)
+    first = np.cumsum(count) - count + rng.integers(0, 5, n_merges).cumsum()  # pairs of no merge between
+    n_pairs = int((first + count).max()) + 1
+    sides = rng.integers(1, 40, (n_merges, 2))  # each merge's residues on either side, columns < wa, < wb
+    res_off = np.concatenate(([0], np.cumsum(sides.ravel())))
+    cur = np.concatenate([rng.integers(0, min(w, 4) if i % 2 == 0 else w, r)  # few a columns: shared cells
+                          for i, (w, r) in enumerate(zip(np.stack((wa, wb), 1).ravel(), sides.ravel()))])
+    lib_a, lib_b = np.zeros(n_pairs, dtype=np.int64), np.zeros(n_pairs, dtype=np.int64)
+    for g in range(n_merges):
+        p = slice(first[g], first[g] + count[g])
+        lib_a[p] = res_off[2 * g] + rng.integers(0, sides[g, 0], count[g])
+        lib_b[p] = res_off[2 * g + 1] + rng.integers(0, sides[g, 1], count[g])
+    vote = rng.integers(0, 1 << 20, n_pairs)
+    scale = rng.integers(1, 1 << 20, n_merges)
+    base = np.cumsum(wa * wb) - wa * wb
+    want = np.zeros(int((wa * wb).sum()), dtype=np.int64)
+    CPU.add_bonuses(want, first, count, wb, base, scale, lib_a, lib_b, vote, cur)
+    got = cp.zeros(len(want), dtype=cp.int64)
+    cuda_backend.add_bonuses(got, first, count, wb, base, scale, *(cp.asarray(x) for x in (lib_a, lib_b, vote, cur)))
+    assert (want != 0).sum() > 100
+    np.testing.assert_array_equal(cp.asnumpy(got), want)

@@ -26,11 +26,14 @@ from msa.profile import N_COUNTS, gap_vector
 from msa.progressive import progressive_align
 from msa.seqdb import SeqDB
 from msa.tree import build_guide_tree
+from msa.tree.guide_tree import GuideTree
 from msa.tree.weights import family_weights
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "datasets"))
 from simulate import SimParams, simulate  # noqa: E402
+
+from tests.unit.test_hybrid import sides  # noqa: E402, F401 (a fixture: levels on random sides)
 
 EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
 MATRIX = load_matrix("PFASUM43")
@@ -96,6 +99,46 @@ def test_the_stage_adds_the_bonuses_the_definition_gives(monkeypatch, seed, n, l
     np.testing.assert_array_equal(got[0], want[0])
     plain = progressive_align(db, tree, MATRIX, gaps, backend, weights)
     assert plain[1] != got[1] or (plain[0] != got[0]).any()  # the bonuses changed the alignment
+
+
+def _chain(n: int, seed: int) -> GuideTree:
+    """A cluster that takes in one sequence at a time (single linkage's chains), here and
+    there from a small subtree of its own, each side first or second at random."""
+    rng = np.random.default_rng(seed)
+    leaves, children = rng.permutation(n).tolist(), []
+    top = leaves.pop()
+    while leaves:
+        other = leaves.pop()
+        if len(leaves) > 2 and rng.random() < 0.2:
+            children.append([other, leaves.pop()])
+            other = n + len(children) - 1
+        children.append([top, other] if rng.random() < 0.5 else [other, top])
+        top = n + len(children) - 1
+    return GuideTree(n, children, np.arange(len(children), dtype=np.float64))
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_walks_up_a_chain_jump_to_the_same_columns(monkeypatch, seed):
+    """Most merges of a chain guided and new samples drawn at each: a sampled sequence climbs
+    from where its last walk stopped through nodes that other walks made jump
+    (msa.backends.cpu.forest._climb); the compiled stage and the level loop add the bonuses
+    the definition gives."""
+    import msa.progressive as progressive
+
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 3)
+    monkeypatch.setattr(msa.consistency, "CONSISTENCY_ABSORB_PER", 1)
+    db = _family(seed, 50, 40)
+    tree = _chain(len(db), seed)
+    params = AlignParams(device="cpu", quiet=True, consistency="4", seed=seed)
+    library = family_library(db, tree, MATRIX, params, CpuBackend())
+    assert (np.diff(library.seq_off) > 0).sum() > 30
+    weights = family_weights(tree, params)
+    gaps = gap_costs(params, len(db))
+    want = _oracle(db, tree, weights, library, gaps)
+    for backend in (CpuBackend(), LevelLoop()):
+        got = progressive.progressive_align(db, tree, MATRIX, gaps, backend, weights, library)
+        assert got[1] == want[1]
+        np.testing.assert_array_equal(got[0], want[0])
 
 
 def test_the_library_is_the_sampled_pairs_alignments(monkeypatch):
@@ -175,14 +218,17 @@ class LevelLoop(CpuBackend):
 
 
 @pytest.mark.parametrize("where", ["level loop", "hybrid"])
-def test_the_level_loop_adds_the_same_bonuses(monkeypatch, where):
-    """A GPU run's level loop (here the CPU's, or a fake device beside the host's levels) gives
-    the bytes of the CPU's one compiled call, many families at once."""
+def test_the_level_loop_adds_the_same_bonuses(monkeypatch, request, where):
+    """A GPU run's level loop (here the CPU's, or a fake device beside the host's levels, each
+    level on a side drawn at random, the library and the walked columns copied to the device)
+    gives the bytes of the CPU's one compiled call, many families at once."""
     from tests.unit.test_hybrid import FakeGpu
 
     import msa.progressive as progressive
 
     monkeypatch.setattr(msa.consistency, "CONSISTENCY_MIN_SIDE", 4)
+    if where == "hybrid":
+        request.getfixturevalue("sides")
     monkeypatch.setattr(progressive, "HOST_STAGE", "device")
     monkeypatch.setattr(progressive, "HYBRID", True)
     dbs = [_family(seed, n, 50) for seed, n in ((5, 40), (6, 3), (7, 60))]
@@ -195,6 +241,8 @@ def test_the_level_loop_adds_the_same_bonuses(monkeypatch, where):
     backend = LevelLoop() if where == "level loop" else FakeGpu(per=2)
     got = progressive.progressive_align_many(dbs, trees, MATRIX, gaps, backend, weights, libraries)
     assert sum(lib.n_pairs for lib in libraries) > 0
+    if where == "hybrid":
+        assert backend.bonus_levels > 1
     for (c1, w1), (c2, w2) in zip(got, want):
         assert w1 == w2
         np.testing.assert_array_equal(c1, c2)

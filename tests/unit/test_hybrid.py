@@ -34,8 +34,8 @@ def _plain(a) -> np.ndarray:
     return a.view(np.ndarray)
 
 
-DEV_XP = types.SimpleNamespace(asarray=_dev, empty=lambda n, dtype: _dev(np.empty(n, dtype)), int32=np.int32,
-                               int64=np.int64)
+DEV_XP = types.SimpleNamespace(asarray=_dev, empty=lambda n, dtype: _dev(np.empty(n, dtype)),
+                               zeros=lambda n, dtype: _dev(np.zeros(n, dtype)), int32=np.int32, int64=np.int64)
 
 
 def _host(a) -> None:
@@ -51,7 +51,7 @@ class FakeGpu(CpuBackend):
 
     def __init__(self, per: int = 1_000_000) -> None:
         super().__init__()
-        self.per, self.levels = per, 0
+        self.per, self.levels, self.bonus_levels = per, 0, 0
 
     @staticmethod
     def to_host(a) -> np.ndarray:
@@ -77,6 +77,10 @@ class FakeGpu(CpuBackend):
         CpuBackend.place_segments([_plain(t) for t in targets], target, start, _plain(values), _plain(maps),
                                   parent, widths)
 
+    def add_bonuses(self, out, first, count, wb, base, scale, lib_a, lib_b, vote, cur):
+        self.bonus_levels += 1
+        CpuBackend.add_bonuses(_plain(out), first, count, wb, base, scale, *(_plain(x) for x in (lib_a, lib_b, vote, cur)))
+
 
 class Host(CpuBackend):
     """The host side: takes and gives NumPy arrays only."""
@@ -94,6 +98,11 @@ class Host(CpuBackend):
         for a in (*targets, values, maps):
             _host(a)
         super().place_segments(targets, target, start, values, maps, parent, widths)
+
+    def add_bonuses(self, out, first, count, wb, base, scale, lib_a, lib_b, vote, cur):
+        for a in (out, lib_a, lib_b, vote, cur):
+            _host(a)
+        super().add_bonuses(out, first, count, wb, base, scale, lib_a, lib_b, vote, cur)
 
 
 @pytest.fixture

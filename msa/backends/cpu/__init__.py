@@ -71,6 +71,8 @@ class CpuBackend:
 
     #: FASTA records straight into a mapped output file, on every thread; see Backend.
     fill_records = staticmethod(records.fill_records)
+    #: A level's consistency bonuses into its tables (msa.consistency.LevelBonuses); see Backend.
+    add_bonuses = staticmethod(forest.add_bonuses)
 
     def profile_slots(
         self, profile: np.ndarray, n_profile: int, codes: np.ndarray, offsets: np.ndarray, matrix: np.ndarray,

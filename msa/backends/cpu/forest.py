@@ -20,7 +20,8 @@ copied out of the batch's array, so a parent still waiting keeps only its own ro
 level's maps are kept for the top-down pass and the consistency bonuses (8 bytes a column of
 every non-root node), as the level loop keeps them. (One array for all levels' maps, grown by
 doubling, made the stage 1.7-6x slower on PF03129.10000: its frees moved glibc's mmap
-threshold, and every other run page-faulted ~5 GB; session 24.)
+threshold, and every other run page-faulted ~5 GB; session 24.) The bonuses' long walks leave a
+jump on each inner node they passed (its width, 8 bytes a column: at most the maps').
 """
 from __future__ import annotations
 
@@ -43,10 +44,12 @@ from msa.profile import N_COUNTS
 DONE, STOP = 0, 1
 #: How often the calling thread looks at a running call (progress, signals), seconds.
 POLL_S = 0.1
+#: A bonus walk longer than this many steps makes its nodes jump (forest._climb).
+JUMP_HOPS = 8
 
 
 #: align_forest calls the thread pool's twin of the batch DP (``_align_batch``) on levels with
-#: the cells to share (and bonus_cells' walks), and a function that calls a ``parallel=True``
+#: the cells to share, and a function that calls a ``parallel=True``
 #: one must be compiled by Numba's parallel pipeline too: compiled without it, its cached entry
 #: crashed the process that loaded it (Numba 0.68). With prange only, none of Numba's other
 #: rewrites (array creation, array expressions), which would wake the pool for every small
@@ -74,82 +77,162 @@ def _gather(codes, offsets, weights, tables, n, kids, widths, col_offsets) -> np
     return out
 
 
-@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
-def bonus_cells(
-    k: int, a: int, b: int, wb: int, library: tuple, offsets: np.ndarray, parent: np.ndarray, level_maps,
-    map_level: np.ndarray, map_off: np.ndarray, cur: np.ndarray, at: np.ndarray, out: np.ndarray,
+@njit(cache=True, nogil=True)
+def new_walks(n_codes: int, n_leaves: int, n_inner: int) -> tuple:
+    """The state of :func:`walk_samples` over a forest of ``n_leaves`` sequences
+    (``n_codes`` residues) and ``n_inner`` merges: ``(cur, at, up, jumps, path)``. ``cur``
+    keeps each sampled residue's column in node ``at[s]`` of its sequence (-1: not walked);
+    inner node ``v``'s columns go straight to those of its ancestor ``up[v - n]`` by
+    ``jumps[v - n]`` (-1 and empty: to its parent's, by its level's maps); ``path``: the
+    nodes of one walk. Made by a compiled call, as :func:`new_level_maps`."""
+    jumps = List.empty_list(types.int64[::1])
+    none = np.zeros(0, dtype=np.int64)
+    for _ in range(n_inner):
+        jumps.append(none)
+    return (np.zeros(n_codes, dtype=np.int64), np.full(n_leaves, -1, dtype=np.int64),
+            np.full(n_inner, -1, dtype=np.int64), jumps, np.zeros(n_inner, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _climb(x: int, a: int, b: int, n: int, parent, widths, level_maps, map_level, map_off, walks) -> None:
+    """Where inner node ``x``'s way up to its ancestor ``a`` or ``b`` takes more than JUMP_HOPS
+    steps, make it and every node on the way go there in one jump (path compression): each
+    composes its next node's jump (or level map) with its own, its width once, and a later walk
+    from any of them takes one step. In a chain, where a large cluster takes in sequences one at
+    a time and each guided merge draws new samples from it, the walks leaf to child were most of
+    the bonuses' cost, every sample a residue per merge it climbed (PF00037.10000: 167 M residue
+    steps); a short way is cheaper walked than composed (a node is wider than a sequence)."""
+    up, jumps, path = walks[2], walks[3], walks[4]
+    m = 0
+    node = x
+    while node != a and node != b:
+        path[m] = node
+        m += 1
+        node = up[node - n] if up[node - n] >= 0 else parent[node]
+    if m <= JUMP_HOPS:
+        return
+    for i in range(m - 2, -1, -1):  # from the top: path[i + 1] goes to ``node`` in one jump
+        v, nxt = path[i], path[i + 1]
+        if up[v - n] >= 0:
+            own, o = jumps[v - n], 0
+        else:
+            own, o = level_maps[map_level[v]], map_off[v]
+        if up[nxt - n] >= 0:
+            then, t = jumps[nxt - n], 0
+        else:
+            then, t = level_maps[map_level[nxt]], map_off[nxt]
+        jump = np.empty(widths[v], dtype=np.int64)
+        for c in range(widths[v]):
+            jump[c] = then[t + own[o + c]]
+        up[v - n] = node
+        jumps[v - n] = jump
+
+
+@njit(cache=True, nogil=True)
+def walk_samples(
+    k: int, a: int, b: int, library: tuple, offsets: np.ndarray, parent: np.ndarray, widths: np.ndarray,
+    level_maps, map_level: np.ndarray, map_off: np.ndarray, walks: tuple,
 ) -> None:
-    """The cell of merge ``k``'s table (child ``a``'s columns by child ``b``'s, ``wb``) where each
-    of its library pairs of residues lies, into ``out`` (one per pair). A sampled sequence's
-    columns in its child come from the maps of the merges below, leaf to child: node ``v``'s
-    column ``c`` is its parent's ``level_maps[map_level[v]][map_off[v] + c]``. ``cur``
-    (residues) keeps each sampled sequence's columns in node ``at[s]`` (-1: not yet walked), so
-    a sequence drawn again higher up walks on from there: in a chain, where a large cluster
-    takes in sequences one at a time, the walks are most of the bonuses' cost. The level loop
-    (msa.consistency.LevelBonuses) calls it through :func:`level_bonuses`. The walks go on the
-    thread pool, a sampled sequence a thread (the samples of a merge are distinct sequences)."""
-    lib_off, lib_a, lib_b, _, samp_off, samp_seq = library
-    for t in numba.prange(samp_off[k], samp_off[k + 1]):
+    """Every sampled sequence of merge ``k`` (children ``a``, ``b``) walked up to its child:
+    afterwards ``walks``' ``cur`` (:func:`new_walks`) holds each of its residues' columns there.
+    A sampled sequence's columns in its child come from the maps of the merges below, leaf to
+    child: node ``v``'s column ``c`` is its parent's ``level_maps[map_level[v]][map_off[v] + c]``.
+    Each sampled sequence's columns are kept in the node its last walk reached and inner nodes
+    jump where the way is long (:func:`_climb`), so a sequence drawn again higher up walks on
+    from there in a few steps. On this thread: a merge's samples are a few thousand residue
+    steps, less than waking the thread pool costs (PF00155.10000's walks on 2 cores: 0.26 s on
+    one thread, 0.39 s with a prange over the samples)."""
+    samp_off, samp_seq = library[4], library[5]
+    cur, at, up, jumps = walks[0], walks[1], walks[2], walks[3]
+    n = len(offsets) - 1
+    for t in range(samp_off[k], samp_off[k + 1]):
+        s = samp_seq[t]
+        x = s if at[s] < 0 else at[s]
+        if x < n and x != a and x != b:
+            x = parent[x]
+        if x != a and x != b:
+            _climb(x, a, b, n, parent, widths, level_maps, map_level, map_off, walks)
+    for t in range(samp_off[k], samp_off[k + 1]):
         s = samp_seq[t]
         start, length = offsets[s], offsets[s + 1] - offsets[s]
-        node = at[s]
-        if node < 0:
+        if at[s] < 0:
             for i in range(length):
                 cur[start + i] = i
-            node = s
-        while node != a and node != b:
-            maps, o = level_maps[map_level[node]], map_off[node]
+            at[s] = s
+        node = at[s]
+        while node != a and node != b:  # a step: a leaf's or a node's map to its parent, or a jump
+            if node >= n and up[node - n] >= 0:
+                maps, o, step = jumps[node - n], 0, up[node - n]
+            else:
+                maps, o, step = level_maps[map_level[node]], map_off[node], parent[node]
             for i in range(length):
                 cur[start + i] = maps[o + cur[start + i]]
-            node = parent[node]
+            node = step
         at[s] = node
-    for p in range(lib_off[k], lib_off[k + 1]):
-        out[p - lib_off[k]] = cur[lib_a[p]] * wb + cur[lib_b[p]]
 
 
-@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)  # it calls bonus_cells (see PRANGE_ONLY)
+@njit(cache=True, nogil=True)
+def _add_bonuses(
+    out: np.ndarray, first: np.ndarray, count: np.ndarray, wb: np.ndarray, base: np.ndarray, scale: np.ndarray,
+    lib_a: np.ndarray, lib_b: np.ndarray, vote: np.ndarray, cur: np.ndarray,
+) -> None:
+    """Merge ``g``'s library pairs of residues ``first[g]..`` (``count[g]``) each add their vote
+    times ``scale[g]`` (na x nb) where they lie in its table at ``out[base[g]:]``: child ``a``'s
+    column ``cur[lib_a[p]]`` by child ``b``'s ``cur[lib_b[p]]`` (``wb[g]`` columns). Only the
+    pairs' cells are touched: a guided merge of a wide cluster has a table of millions of cells
+    and a few thousand pairs. (kernels/segments.cu's add_bonuses on the GPU.)"""
+    for g in range(len(first)):
+        for p in range(first[g], first[g] + count[g]):
+            out[base[g] + cur[lib_a[p]] * wb[g] + cur[lib_b[p]]] += vote[p] * scale[g]
+
+
+def add_bonuses(
+    out: np.ndarray, first: np.ndarray, count: np.ndarray, wb: np.ndarray, base: np.ndarray, scale: np.ndarray,
+    lib_a: np.ndarray, lib_b: np.ndarray, vote: np.ndarray, cur: np.ndarray,
+) -> None:
+    """CpuBackend.add_bonuses (see Backend): :func:`_add_bonuses` of a level's guided merges."""
+    _add_bonuses(out, *(np.ascontiguousarray(x, dtype=np.int64) for x in (first, count, wb, base, scale)),
+                 lib_a, lib_b, vote, cur)
+
+
+@njit(cache=True, nogil=True)
 def bonus_table(
     k: int, a: int, b: int, wb: int, na: int, nb: int, library: tuple, offsets: np.ndarray, parent: np.ndarray,
-    level_maps, map_level: np.ndarray, map_off: np.ndarray, cur: np.ndarray, at: np.ndarray, out: np.ndarray,
+    widths: np.ndarray, level_maps, map_level: np.ndarray, map_off: np.ndarray, walks: tuple, out: np.ndarray,
 ) -> None:
     """Merge ``k``'s cell bonuses (msa.consistency) added into ``out`` (zeros), child ``a``'s
     columns by child ``b``'s (``wb``): each library pair of residues adds ``na * nb`` x its vote
-    where it puts them (:func:`bonus_cells`). Only the pairs' cells are touched: a guided merge
-    of a wide cluster has a table of millions of cells and a few thousand pairs."""
-    lib_off, vote = library[0], library[3]
-    cells = np.empty(lib_off[k + 1] - lib_off[k], dtype=np.int64)
-    bonus_cells(k, a, b, wb, library, offsets, parent, level_maps, map_level, map_off, cur, at, cells)
-    for p in range(len(cells)):
-        out[cells[p]] += na * nb * vote[lib_off[k] + p]
+    where its sequences' walks (:func:`walk_samples`) put them (:func:`_add_bonuses`)."""
+    lib_off, lib_a, lib_b, vote = library[0], library[1], library[2], library[3]
+    walk_samples(k, a, b, library, offsets, parent, widths, level_maps, map_level, map_off, walks)
+    one = np.zeros(1, dtype=np.int64)
+    _add_bonuses(out, one + lib_off[k], one + lib_off[k + 1] - lib_off[k], one + wb, one, one + na * nb, lib_a, lib_b,
+                 vote, walks[0])
 
 
-@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)  # it calls bonus_cells (see PRANGE_ONLY)
-def level_bonuses(
-    ks: np.ndarray, a: np.ndarray, b: np.ndarray, wb: np.ndarray, scale: np.ndarray, base: np.ndarray,
-    library: tuple, offsets: np.ndarray, parent: np.ndarray, level_maps, map_level: np.ndarray,
-    map_off: np.ndarray, cur: np.ndarray, at: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """A level's bonuses for the level loop (msa.consistency.LevelBonuses): each library pair
-    of residues of merge ``ks[j]`` (children ``a[j]``, ``b[j]``) as its cell (at ``base[j]``,
-    :func:`bonus_cells`) and its vote times ``scale[j]`` (na x nb); a cell may come more than
-    once. One call a level: a level's Python work per guided merge cost more than its walks
-    (PF00009.10000 on 2 cores: 0.28 of 0.49 s)."""
-    lib_off, vote = library[0], library[3]
+@njit(cache=True, nogil=True)
+def level_walks(
+    ks: np.ndarray, a: np.ndarray, b: np.ndarray, library: tuple, offsets: np.ndarray, parent: np.ndarray,
+    widths: np.ndarray, level_maps, map_level: np.ndarray, map_off: np.ndarray, walks: tuple,
+) -> np.ndarray:
+    """The level loop's walks (msa.consistency.LevelBonuses): every sampled sequence of merges
+    ``ks`` (children ``a[j]``, ``b[j]``) walked up to its child (:func:`walk_samples`), in one
+    call a level. Returns the residues walked (their columns are ``walks[0]`` there now): a
+    level's merges hold distinct sequences, so each comes once."""
+    samp_off, samp_seq = library[4], library[5]
     total = 0
     for j in range(len(ks)):
-        total += lib_off[ks[j] + 1] - lib_off[ks[j]]
-    cells = np.empty(total, dtype=np.int64)
-    values = np.empty(total, dtype=np.int64)
+        walk_samples(ks[j], a[j], b[j], library, offsets, parent, widths, level_maps, map_level, map_off, walks)
+        for t in range(samp_off[ks[j]], samp_off[ks[j] + 1]):
+            total += offsets[samp_seq[t] + 1] - offsets[samp_seq[t]]
+    residues = np.empty(total, dtype=np.int64)
     o = 0
     for j in range(len(ks)):
-        lo, hi = lib_off[ks[j]], lib_off[ks[j] + 1]
-        got = cells[o : o + hi - lo]
-        bonus_cells(ks[j], a[j], b[j], wb[j], library, offsets, parent, level_maps, map_level, map_off, cur, at, got)
-        for i in range(hi - lo):
-            got[i] += base[j]
-            values[o + i] = vote[lo + i] * scale[j]
-        o += hi - lo
-    return cells, values
+        for t in range(samp_off[ks[j]], samp_off[ks[j] + 1]):
+            for r in range(offsets[samp_seq[t]], offsets[samp_seq[t] + 1]):
+                residues[o] = r
+                o += 1
+    return residues
 
 
 @njit(cache=True, nogil=True)
@@ -199,8 +282,8 @@ def align_forest(
     parent = np.full(n + n_inner, -1, dtype=np.int64)
     for k in range(n_inner):
         parent[children[k, 0]] = parent[children[k, 1]] = n + k
-    cur = np.zeros(len(codes) if lib_off[-1] > 0 else 0, dtype=np.int64)  # sampled residues' columns
-    at = np.full(n if lib_off[-1] > 0 else 0, -1, dtype=np.int64)  # the node of each sequence's ``cur``
+    on = lib_off[-1] > 0
+    walks = new_walks(len(codes) if on else 0, n if on else 0, n_inner if on else 0)  # walk_samples' state
     no_bonus = np.zeros(0, dtype=np.int64)
     for lv in range(n_levels):
         if state[STOP]:
@@ -239,8 +322,8 @@ def align_forest(
                 if bonus_off[j + 1] > bonus_off[j]:
                     bonus_table(
                         nodes[j] - n, kids[2 * j], kids[2 * j + 1], widths[kids[2 * j + 1]], kid_seqs[2 * j],
-                        kid_seqs[2 * j + 1], library, offsets, parent, level_maps, map_level, map_off, cur, at,
-                        bonus[bonus_off[j] : bonus_off[j + 1]])
+                        kid_seqs[2 * j + 1], library, offsets, parent, widths, level_maps, map_level, map_off,
+                        walks, bonus[bonus_off[j] : bonus_off[j + 1]])
         if m == 1 or cells < serial_cells:
             maps, parents, parent_off = _align_serial(counts, col_offsets, kid_seqs, matrix, g, bonus, bonus_off)
         else:

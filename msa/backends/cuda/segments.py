@@ -1,4 +1,5 @@
-"""Data movement between progressive levels on the GPU (kernels/segments.cu), one launch per call."""
+"""Data movement between progressive levels on the GPU, and the levels' consistency bonuses
+(kernels/segments.cu), one launch per call."""
 from __future__ import annotations
 
 import cupy as cp
@@ -21,6 +22,7 @@ class SegmentsStage(DeviceStage):
         segments = kernels.load("segments", (("SEG_CHUNK", SEG_CHUNK), ("SEG_THREADS", SEG_THREADS)), self.device)
         self._gather_profiles = segments.get_function("gather_profiles")
         self._place_segments = segments.get_function("place_segments")
+        self._add_bonuses = segments.get_function("add_bonuses")
 
     def gather_profiles(
         self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: cp.ndarray,
@@ -49,6 +51,19 @@ class SegmentsStage(DeviceStage):
         rec = np.stack((ptrs[target], start, off[:-1], parent, widths), axis=1)
         with cp.cuda.Device(self.device):
             self._segments(self._place_segments, rec, widths, (values, cp.ascontiguousarray(maps, dtype=cp.int32)))
+
+    def add_bonuses(
+        self, out: cp.ndarray, first: np.ndarray, count: np.ndarray, wb: np.ndarray, base: np.ndarray,
+        scale: np.ndarray, lib_a: cp.ndarray, lib_b: cp.ndarray, vote: cp.ndarray, cur: cp.ndarray,
+    ) -> None:
+        """A level's consistency bonuses into its tables, one launch; see Backend. The library
+        stays on the device for the whole stage and only a level's walked columns come over
+        (msa.consistency.LevelBonuses), where each pair's cell and value were made on the host
+        and copied over (16 bytes a residue pair: ~8 M pairs, 0.13 GB, in PF00155.10000)."""
+        count = np.asarray(count, dtype=np.int64)
+        rec = np.stack([np.asarray(x, dtype=np.int64) for x in (first, count, wb, base, scale)], axis=1)
+        with cp.cuda.Device(self.device):
+            self._segments(self._add_bonuses, rec, count, (lib_a, lib_b, vote, cur, out))
 
     @staticmethod
     def _segments(kernel: cp.RawKernel, rec: np.ndarray, elements: np.ndarray, args: tuple) -> None:
