@@ -172,18 +172,27 @@ def walk_samples(
 
 
 @njit(cache=True, nogil=True)
+def _add_merge_bonuses(
+    out: np.ndarray, p0: int, count: int, wb: int, base: int, scale: int, lib_a: np.ndarray, lib_b: np.ndarray,
+    vote: np.ndarray, cur: np.ndarray,
+) -> None:
+    """One merge's library pairs of residues ``p0..`` (``count``) each add their vote times
+    ``scale`` (na x nb) where they lie in its table at ``out[base:]``: child ``a``'s column
+    ``cur[lib_a[p]]`` by child ``b``'s ``cur[lib_b[p]]`` (``wb`` columns). Only the pairs' cells
+    are touched: a guided merge of a wide cluster has a table of millions of cells and a few
+    thousand pairs. (kernels/segments.cu's add_bonuses on the GPU.)"""
+    for p in range(p0, p0 + count):
+        out[base + cur[lib_a[p]] * wb + cur[lib_b[p]]] += vote[p] * scale
+
+
+@njit(cache=True, nogil=True)
 def _add_bonuses(
     out: np.ndarray, first: np.ndarray, count: np.ndarray, wb: np.ndarray, base: np.ndarray, scale: np.ndarray,
     lib_a: np.ndarray, lib_b: np.ndarray, vote: np.ndarray, cur: np.ndarray,
 ) -> None:
-    """Merge ``g``'s library pairs of residues ``first[g]..`` (``count[g]``) each add their vote
-    times ``scale[g]`` (na x nb) where they lie in its table at ``out[base[g]:]``: child ``a``'s
-    column ``cur[lib_a[p]]`` by child ``b``'s ``cur[lib_b[p]]`` (``wb[g]`` columns). Only the
-    pairs' cells are touched: a guided merge of a wide cluster has a table of millions of cells
-    and a few thousand pairs. (kernels/segments.cu's add_bonuses on the GPU.)"""
+    """:func:`_add_merge_bonuses` of each merge ``g`` of a level."""
     for g in range(len(first)):
-        for p in range(first[g], first[g] + count[g]):
-            out[base[g] + cur[lib_a[p]] * wb[g] + cur[lib_b[p]]] += vote[p] * scale[g]
+        _add_merge_bonuses(out, first[g], count[g], wb[g], base[g], scale[g], lib_a, lib_b, vote, cur)
 
 
 def add_bonuses(
@@ -202,12 +211,10 @@ def bonus_table(
 ) -> None:
     """Merge ``k``'s cell bonuses (msa.consistency) added into ``out`` (zeros), child ``a``'s
     columns by child ``b``'s (``wb``): each library pair of residues adds ``na * nb`` x its vote
-    where its sequences' walks (:func:`walk_samples`) put them (:func:`_add_bonuses`)."""
+    where its sequences' walks (:func:`walk_samples`) put them (:func:`_add_merge_bonuses`)."""
     lib_off, lib_a, lib_b, vote = library[0], library[1], library[2], library[3]
     walk_samples(k, a, b, library, offsets, parent, widths, level_maps, map_level, map_off, walks)
-    one = np.zeros(1, dtype=np.int64)
-    _add_bonuses(out, one + lib_off[k], one + lib_off[k + 1] - lib_off[k], one + wb, one, one + na * nb, lib_a, lib_b,
-                 vote, walks[0])
+    _add_merge_bonuses(out, lib_off[k], lib_off[k + 1] - lib_off[k], wb, 0, na * nb, lib_a, lib_b, vote, walks[0])
 
 
 @njit(cache=True, nogil=True)
