@@ -78,3 +78,19 @@ extern "C" __global__ void __launch_bounds__(SEG_THREADS) add_bonuses(
         atomicAdd(reinterpret_cast<unsigned long long*>(out + cell), (unsigned long long)(__ldg(vote + p) * scale));
     }
 }
+
+// The level loop's walk of the consistency samples' columns (msa/consistency.py LevelBonuses):
+// segment g is the sampled residues below one child of the level, rec[3 * g ..]: their first
+// position in cur, their count, and base (the child's first column in the level's maps). Each
+// residue's column in the child becomes its column in the parent: cur[i] = maps[base + cur[i]]
+// (msa/backends/cpu/forest.py walk_columns).
+extern "C" __global__ void __launch_bounds__(SEG_THREADS) walk_columns(
+    const long long* __restrict__ rec, const long long* __restrict__ chunk_off, long long n_seg,
+    const int* __restrict__ maps, long long* cur) {
+    const long long g = segment_of(chunk_off, n_seg, blockIdx.x);
+    const long long* r = rec + 3 * g;
+    const long long start = r[0], n = r[1], base = r[2];
+    const long long lo = (blockIdx.x - chunk_off[g]) * (long long)SEG_CHUNK;
+    const long long hi = lo + SEG_CHUNK < n ? lo + SEG_CHUNK : n;
+    for (long long i = start + lo + threadIdx.x; i < start + hi; i += SEG_THREADS) cur[i] = __ldg(maps + base + cur[i]);
+}

@@ -15,11 +15,11 @@ so a pair of near relatives weighs most and a twilight-zone pair, whose alignmen
 wrong, little. T-Coffee's consistency, restricted to the merges that decide the most rows.
 
 The pairs are drawn by a generator seeded with ``--seed``; the library and the bonuses are
-integers, the sampled sequences' columns in each merge's children are walked on the host between
-levels (msa.backends.cpu.forest.walk_samples, in the CPU's compiled stage or in the level loop),
-the bonuses added up where the level runs (integer sums, in any order the same) and each
-backend's merge adds them to its cell scores (the GPU's cell_scores kernel), so both give the
-same bytes. Measured in docs/accuracy.md.
+integers, the sampled sequences' columns in each merge's children are walked up from the leaves
+by the levels' maps (in the CPU's compiled stage msa.backends.cpu.forest.walk_samples, in the
+level loop :class:`LevelBonuses`: the same columns), the bonuses added up where the columns are
+(integer sums, in any order the same) and each backend's merge adds them to its cell scores (the
+GPU's cell_scores kernel), so both give the same bytes. Measured in docs/accuracy.md.
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from msa._runtime.jit import njit
 from msa.params import (
     CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT,
 )
-from msa.seqdb import SeqDB, offsets_of
-from msa.tree.guide_tree import GuideTree, subtree_spans
+from msa.seqdb import SeqDB, _ranges, offsets_of
+from msa.tree.guide_tree import GuideTree, forest_spans, subtree_spans
 
 
 @dataclass
@@ -140,6 +140,22 @@ def _pair_counts(codes: np.ndarray, ra: np.ndarray, rb: np.ndarray, pair: np.nda
     return aligned, same
 
 
+@njit(cache=True, nogil=True)
+def _places(residues: np.ndarray, offsets: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Each residue's place among the sampled residues (LevelBonuses: sequence ``s``'s at
+    ``start[s]``). A pair's residues come one sequence's after another, so the sequence is
+    looked up only where it changes (NumPy's searchsorted over PF00625.10000's 3 M took 0.25 s
+    of its stage on an H200 host)."""
+    out = np.empty(len(residues), dtype=np.int64)
+    s = 0
+    for i in range(len(residues)):
+        r = residues[i]
+        if r < offsets[s] or r >= offsets[s + 1]:
+            s = np.searchsorted(offsets, r, side="right") - 1
+        out[i] = start[s] + r - offsets[s]
+    return out
+
+
 def guided_merges(size_a: np.ndarray, size_b: np.ndarray, n: int) -> np.ndarray:
     """The merges (in merge order) that take bonuses, of a tree over ``n`` sequences whose
     merges join sides of ``size_a`` and ``size_b`` sequences: those whose sides both hold at
@@ -161,32 +177,43 @@ def guided_merges(size_a: np.ndarray, size_b: np.ndarray, n: int) -> np.ndarray:
 
 class LevelBonuses:
     """The level loop's side of the bonuses (msa.progressive; the CPU's one compiled call keeps
-    its own): every batch's maps copied to the host and kept, as that call keeps its levels',
-    the sampled sequences walked there by the same compiled function
-    (msa.backends.cpu.forest.walk_samples), and each batch's tables added where the level runs
-    (the backend's add_bonuses), from the library and the walked columns, so both give the same
-    bytes. A GPU level's maps come over once each (a copy per level of a family with bonuses);
-    the library goes over once, and a level's walked columns (its samples' residues)."""
+    its own walks). Every sampled sequence's residues go up the tree with the levels where the
+    run's backend keeps its data (``walker``: the device on a GPU run): after each batch, its
+    maps take its children's sampled residues to their parents' columns (walk_columns, one
+    launch), so that before a merge its samples' columns in its two children are there; each
+    batch's tables are made there from the library and those columns (add_bonuses) and brought
+    over to a level run on the other side (the host's levels of a hybrid run). The host walked
+    them before (path compression, as the compiled call does): each guided level's maps came to
+    the host and the next level waited for its walks, the device idle meanwhile (~1 ms a level
+    over ~500 levels in PF00625.10000, session 29); a walk step here is a few bytes of device
+    memory, every sampled residue a step per level above it.
 
-    def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray) -> None:
-        from msa.backends.cpu.forest import new_level_maps, new_walks
+    The sampled residues lie in the forest's leaf order (msa.tree.guide_tree.forest_spans): a
+    node's are one span, ``start[v] .. start[v] + size[v]`` of ``cur``, and the library's pairs
+    refer to their places there."""
 
-        self.library, self.offsets, self.n = library, offsets, len(offsets) - 1
-        self.parent = np.full(self.n + len(children), -1, dtype=np.int64)
-        self.parent[children.reshape(-1)] = np.repeat(np.arange(len(children), dtype=np.int64) + self.n, 2)
-        self.maps, self.n_maps = new_level_maps(), 0
-        self.level = np.full(len(self.parent), -1, dtype=np.int64)
-        self.start = np.zeros(len(self.parent), dtype=np.int64)
-        self.walks = new_walks(int(offsets[-1]), self.n, len(children))
-        self.on_device: tuple | None = None  # the library's arrays and every residue's column there
+    def __init__(self, library: TopLibrary, offsets: np.ndarray, children: np.ndarray, roots: np.ndarray,
+                 walker) -> None:
+        n = len(offsets) - 1
+        lengths = np.diff(offsets)
+        sampled = np.zeros(n, dtype=bool)
+        sampled[library.seqs] = True
+        self.start, self.size = forest_spans(children, np.where(sampled, lengths, 0), roots)
+        leaves = np.flatnonzero(sampled)
+        place = _ranges(self.start[leaves], lengths[leaves])
+        cur = np.empty(len(place), dtype=np.int64)
+        cur[place] = _ranges(np.zeros_like(leaves), lengths[leaves])  # a leaf's columns are its residues
+        xp = walker.xp
+        self.walker, self.library, self.n = walker, library, n
+        self.cur = xp.asarray(cur)
+        self.lib_a, self.lib_b = (xp.asarray(_places(r, offsets, self.start)) for r in (library.a, library.b))
+        self.vote = xp.asarray(library.vote)
 
     def tables(self, nodes: np.ndarray, kids: np.ndarray, widths: np.ndarray, sizes: np.ndarray, backend):
-        """AlignBatch.bonus of the merges ``nodes`` (children ``kids``, two each), or None; the
-        tables made by ``backend`` (where the level runs): zeros with each library pair's vote
-        added where its walked residues lie (a wide merge's table is mostly zeros: millions of
-        cells, a few thousand pairs)."""
-        from msa.backends.cpu.forest import level_walks
-
+        """AlignBatch.bonus of the merges ``nodes`` (children ``kids``, two each), or None, on
+        ``backend``'s side (where the level runs): zeros with each library pair's vote added
+        where its residues lie (a wide merge's table is mostly zeros: millions of cells, a few
+        thousand pairs)."""
         k = nodes - self.n
         lib = self.library
         has = lib.off[k + 1] > lib.off[k]
@@ -195,35 +222,17 @@ class LevelBonuses:
         a, b = kids[0::2], kids[1::2]
         off = offsets_of(np.where(has, widths[a] * widths[b], 0))
         j = np.flatnonzero(has)
-        walked = level_walks(*(np.asarray(x, dtype=np.int64) for x in (k[j], a[j], b[j])), lib.arrays, self.offsets,
-                             self.parent, widths, self.maps, self.level, self.start, self.walks)
-        xp = backend.xp
-        lib_a, lib_b, vote, cur = self._placed(xp)
-        if cur is not self.walks[0]:  # the level's walked columns over to the device's copy
-            moved = xp.asarray(np.stack((walked, self.walks[0][walked])))
-            cur[moved[0]] = moved[1]
-        out = xp.zeros(int(off[-1]), dtype=xp.int64)
         first = lib.off[k[j]]
-        backend.add_bonuses(out, first, lib.off[k[j] + 1] - first, widths[b[j]], off[j], sizes[a[j]] * sizes[b[j]],
-                            lib_a, lib_b, vote, cur)
-        return out, off
+        xp = self.walker.xp
+        out = xp.zeros(int(off[-1]), dtype=xp.int64)
+        self.walker.add_bonuses(out, first, lib.off[k[j] + 1] - first, widths[b[j]], off[j], sizes[a[j]] * sizes[b[j]],
+                                self.lib_a, self.lib_b, self.vote, self.cur)
+        return (out if backend is self.walker else self.walker.to_host(out)), off
 
-    def _placed(self, xp) -> tuple:
-        """The library's residue pairs, votes and every residue's column in ``xp``'s memory: the
-        host's own arrays, or the device's copies, made once (a hybrid run has levels on both)."""
-        if xp is np:
-            return self.library.a, self.library.b, self.library.vote, self.walks[0]
-        if self.on_device is None:
-            lib = self.library
-            self.on_device = (xp.asarray(lib.a), xp.asarray(lib.b), xp.asarray(lib.vote),
-                              xp.zeros(len(self.walks[0]), dtype=xp.int64))
-        return self.on_device
-
-    def add(self, kids: np.ndarray, col_offsets: np.ndarray, maps: np.ndarray) -> None:
-        """A batch's maps (host), its children's columns at ``col_offsets``."""
-        from msa.backends.cpu.forest import keep_level_maps
-
-        self.level[kids] = self.n_maps
-        self.start[kids] = col_offsets[:-1]
-        keep_level_maps(self.maps, np.ascontiguousarray(maps, dtype=np.int64))
-        self.n_maps += 1
+    def walk(self, kids: np.ndarray, col_offsets: np.ndarray, maps) -> None:
+        """After a batch: its maps (on the walker's side), its children's columns at
+        ``col_offsets``, take the sampled residues below each child to the parent's columns."""
+        size = self.size[kids]
+        j = np.flatnonzero(size)
+        if len(j):
+            self.walker.walk_columns(self.cur, self.start[kids[j]], size[j], col_offsets[j], maps)

@@ -382,7 +382,8 @@ def _align_forest(
     pool = _ProfilePool(sides, forest.codes, forest.offsets, forest.weights, forest.n_nodes)
     sizes = np.ones(forest.n_nodes, dtype=np.int64)  # a profile's sequences, by weight
     sizes[:n] = forest.weights
-    bonuses = LevelBonuses(forest.library, forest.offsets, forest.children) if forest.library.n_pairs else None
+    bonuses = (LevelBonuses(forest.library, forest.offsets, forest.children, forest.roots, sides.main)
+               if forest.library.n_pairs else None)
     done: list[np.ndarray] = []  # the batches as run: levels, cut where they do not fit the device
     batch_maps: list = []
     batch_side: list[int] = []
@@ -400,11 +401,12 @@ def _align_forest(
                 batch = AlignBatch(gathered, col_offsets, sizes[kids], matrix, forest.gaps[nodes - n], bonus=bonus)
                 del gathered
                 result = run.profile_align(batch)
+                maps = result.maps.astype(run.xp.int32, copy=False)  # the GPU's are int32 already
                 if bonuses is not None:
-                    bonuses.add(kids, col_offsets, run.to_host(result.maps))
+                    bonuses.walk(kids, col_offsets, sides.move(maps, 0) if side else maps)
                 del batch  # the gathered tables go before the parents are kept
                 pool.add_level(nodes, result.counts, result.col_offsets, side)
-                batch_maps.append(result.maps.astype(run.xp.int32, copy=False))  # the GPU's are int32 already
+                batch_maps.append(maps)
                 batch_side.append(side)
                 done.append(nodes)
                 advance(len(nodes))

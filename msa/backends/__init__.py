@@ -158,11 +158,16 @@ class Backend(Protocol):
     # add_bonuses (msa.consistency.LevelBonuses): a level's guided merges' consistency bonuses,
     # into ``out`` (int64 zeros, xp): merge g's library pairs of residues first[g].. (count[g],
     # host arrays) each add vote[p] * scale[g] at out[base[g] + cur[lib_a[p]] * wb[g] +
-    # cur[lib_b[p]]] (lib_a, lib_b, vote: the library's arrays, cur: every residue's column, xp).
+    # cur[lib_b[p]]] (lib_a, lib_b: the pairs' residues as places in cur, vote: their votes,
+    # cur: each sampled residue's column in its node, xp).
     def add_bonuses(
         self, out, first: np.ndarray, count: np.ndarray, wb: np.ndarray, base: np.ndarray, scale: np.ndarray,
         lib_a, lib_b, vote, cur,
     ) -> None: ...
+    # walk_columns (msa.consistency.LevelBonuses): after a level, cur[start[g]:start[g] + count[g]]
+    # (int64, xp; host start, count, base) become maps[base[g] + cur[i]] (a level's maps, xp):
+    # the sampled residues below its child g, from their columns there to the parent's.
+    def walk_columns(self, cur, start: np.ndarray, count: np.ndarray, base: np.ndarray, maps) -> None: ...
 
     # Writing (msa.io.fasta's mapped writer): msa.backends.cpu.records.fill_records' records k of a window ``out``
     # of the output file (host memory), header, wrapped row of gaps and residues at their columns.

@@ -139,15 +139,33 @@ def leaf_counts(children: np.ndarray, n_leaves: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def forest_spans(children: np.ndarray, counts: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(start, size)``: leaf ``i``'s ``counts[i]`` slots laid out left to right, the trees of
+    ``roots`` one after another, so that every node's leaves hold the one span ``start[v] ..
+    start[v] + size[v]`` (children are merged before their parents, as in a GuideTree)."""
+    n = len(counts)
+    size = np.zeros(n + len(children), dtype=np.int64)
+    size[:n] = counts
+    for k in range(len(children)):
+        size[n + k] = size[children[k, 0]] + size[children[k, 1]]
+    start = np.zeros(n + len(children), dtype=np.int64)
+    at = 0
+    for r in roots:
+        start[r] = at
+        at += size[r]
+    for k in range(len(children) - 1, -1, -1):
+        a, b = children[k, 0], children[k, 1]
+        start[a] = start[n + k]
+        start[b] = start[n + k] + size[a]
+    return start, size
+
+
+@njit(cache=True, nogil=True)
 def subtree_spans(children: np.ndarray, n_leaves: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(order, start, size)``: the leaves left to right (GuideTree.leaf_order's order), and each
     node's leaves as ``order[start[v]:start[v] + size[v]]``."""
-    size = leaf_counts(children, n_leaves)
-    start = np.zeros(n_leaves + len(children), dtype=np.int64)
-    for k in range(len(children) - 1, -1, -1):
-        a, b = children[k, 0], children[k, 1]
-        start[a] = start[n_leaves + k]
-        start[b] = start[n_leaves + k] + size[a]
+    root = np.full(1 if n_leaves else 0, n_leaves + len(children) - 1, dtype=np.int64)
+    start, size = forest_spans(children, np.ones(n_leaves, dtype=np.int64), root)
     order = np.empty(n_leaves, dtype=np.int64)
     for i in range(n_leaves):
         order[start[i]] = i

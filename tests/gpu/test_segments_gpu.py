@@ -95,3 +95,28 @@ def test_add_bonuses_equals_cpu(cuda_backend, seed: int) -> None:
     cuda_backend.add_bonuses(got, first, count, wb, base, scale, *(cp.asarray(x) for x in (lib_a, lib_b, vote, cur)))
     assert (want != 0).sum() > 100
     np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_walk_columns_equals_cpu(cuda_backend, seed: int) -> None:
+    """A level's walk of the consistency samples (msa.consistency.LevelBonuses): children of few
+    and of many (past a block's chunk) sampled residues, some of none, spans apart in ``cur``
+    (what lies between them is left as it is)."""
+    rng = np.random.default_rng(seed)
+    n_kids = int(rng.integers(1, 80))
+    widths = rng.integers(1, 400, n_kids)
+    count = rng.integers(0, 2000, n_kids)
+    count[rng.random(n_kids) < 0.1] = 0
+    count[rng.random(n_kids) < 0.1] = rng.integers(5000, 20_000, 1)
+    start = np.cumsum(count) - count + rng.integers(0, 50, n_kids).cumsum()  # residues of other nodes between
+    base = np.cumsum(widths) - widths
+    maps = np.concatenate([np.sort(rng.choice(2 * w, w, replace=False)) for w in widths]).astype(np.int32)
+    cur = rng.integers(0, 1 << 40, int((start + count).max()) + 7)  # the others' columns stay as they are
+    for g in range(n_kids):
+        cur[start[g] : start[g] + count[g]] = rng.integers(0, widths[g], count[g])
+    want = cur.copy()
+    CPU.walk_columns(want, start, count, base, maps)
+    got = cp.asarray(cur)
+    cuda_backend.walk_columns(got, start, count, base, cp.asarray(maps))
+    assert (want != cur).sum() > 100
+    np.testing.assert_array_equal(cp.asnumpy(got), want)

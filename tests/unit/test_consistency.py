@@ -220,8 +220,9 @@ class LevelLoop(CpuBackend):
 @pytest.mark.parametrize("where", ["level loop", "hybrid"])
 def test_the_level_loop_adds_the_same_bonuses(monkeypatch, request, where):
     """A GPU run's level loop (here the CPU's, or a fake device beside the host's levels, each
-    level on a side drawn at random, the library and the walked columns copied to the device)
-    gives the bytes of the CPU's one compiled call, many families at once."""
+    level on a side drawn at random: the samples walked and the tables made on the device, those
+    of the host's levels brought over) gives the bytes of the CPU's one compiled call, many
+    families at once."""
     from tests.unit.test_hybrid import FakeGpu
 
     import msa.progressive as progressive

@@ -81,6 +81,9 @@ class FakeGpu(CpuBackend):
         self.bonus_levels += 1
         CpuBackend.add_bonuses(_plain(out), first, count, wb, base, scale, *(_plain(x) for x in (lib_a, lib_b, vote, cur)))
 
+    def walk_columns(self, cur, start, count, base, maps):
+        CpuBackend.walk_columns(_plain(cur), start, count, base, _plain(maps))
+
 
 class Host(CpuBackend):
     """The host side: takes and gives NumPy arrays only."""
@@ -103,6 +106,11 @@ class Host(CpuBackend):
         for a in (out, lib_a, lib_b, vote, cur):
             _host(a)
         super().add_bonuses(out, first, count, wb, base, scale, lib_a, lib_b, vote, cur)
+
+    def walk_columns(self, cur, start, count, base, maps):
+        for a in (cur, maps):
+            _host(a)
+        super().walk_columns(cur, start, count, base, maps)
 
 
 @pytest.fixture

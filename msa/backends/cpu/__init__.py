@@ -73,6 +73,8 @@ class CpuBackend:
     fill_records = staticmethod(records.fill_records)
     #: A level's consistency bonuses into its tables (msa.consistency.LevelBonuses); see Backend.
     add_bonuses = staticmethod(forest.add_bonuses)
+    #: A level's walk of the consistency samples' columns (msa.consistency.LevelBonuses); see Backend.
+    walk_columns = staticmethod(forest.walk_columns)
 
     def profile_slots(
         self, profile: np.ndarray, n_profile: int, codes: np.ndarray, offsets: np.ndarray, matrix: np.ndarray,

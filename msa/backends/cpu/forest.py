@@ -84,7 +84,7 @@ def new_walks(n_codes: int, n_leaves: int, n_inner: int) -> tuple:
     keeps each sampled residue's column in node ``at[s]`` of its sequence (-1: not walked);
     inner node ``v``'s columns go straight to those of its ancestor ``up[v - n]`` by
     ``jumps[v - n]`` (-1 and empty: to its parent's, by its level's maps); ``path``: the
-    nodes of one walk. Made by a compiled call, as :func:`new_level_maps`."""
+    nodes of one walk."""
     jumps = List.empty_list(types.int64[::1])
     none = np.zeros(0, dtype=np.int64)
     for _ in range(n_inner):
@@ -205,6 +205,20 @@ def add_bonuses(
 
 
 @njit(cache=True, nogil=True)
+def _walk_columns(cur: np.ndarray, start: np.ndarray, count: np.ndarray, base: np.ndarray, maps: np.ndarray) -> None:
+    for g in range(len(start)):
+        for i in range(start[g], start[g] + count[g]):
+            cur[i] = maps[base[g] + cur[i]]
+
+
+def walk_columns(cur: np.ndarray, start: np.ndarray, count: np.ndarray, base: np.ndarray, maps: np.ndarray) -> None:
+    """CpuBackend.walk_columns (see Backend): a level's maps take the columns ``cur[start[g]:
+    start[g] + count[g]]`` of its child ``g`` (whose columns begin at ``base[g]`` in ``maps``) to
+    their columns in its parent (the kernels/segments.cu walk_columns' oracle)."""
+    _walk_columns(cur, *(np.ascontiguousarray(x, dtype=np.int64) for x in (start, count, base)), maps)
+
+
+@njit(cache=True, nogil=True)
 def bonus_table(
     k: int, a: int, b: int, wb: int, na: int, nb: int, library: tuple, offsets: np.ndarray, parent: np.ndarray,
     widths: np.ndarray, level_maps, map_level: np.ndarray, map_off: np.ndarray, walks: tuple, out: np.ndarray,
@@ -215,45 +229,6 @@ def bonus_table(
     lib_off, lib_a, lib_b, vote = library[0], library[1], library[2], library[3]
     walk_samples(k, a, b, library, offsets, parent, widths, level_maps, map_level, map_off, walks)
     _add_merge_bonuses(out, lib_off[k], lib_off[k + 1] - lib_off[k], wb, 0, na * nb, lib_a, lib_b, vote, walks[0])
-
-
-@njit(cache=True, nogil=True)
-def level_walks(
-    ks: np.ndarray, a: np.ndarray, b: np.ndarray, library: tuple, offsets: np.ndarray, parent: np.ndarray,
-    widths: np.ndarray, level_maps, map_level: np.ndarray, map_off: np.ndarray, walks: tuple,
-) -> np.ndarray:
-    """The level loop's walks (msa.consistency.LevelBonuses): every sampled sequence of merges
-    ``ks`` (children ``a[j]``, ``b[j]``) walked up to its child (:func:`walk_samples`), in one
-    call a level. Returns the residues walked (their columns are ``walks[0]`` there now): a
-    level's merges hold distinct sequences, so each comes once."""
-    samp_off, samp_seq = library[4], library[5]
-    total = 0
-    for j in range(len(ks)):
-        walk_samples(ks[j], a[j], b[j], library, offsets, parent, widths, level_maps, map_level, map_off, walks)
-        for t in range(samp_off[ks[j]], samp_off[ks[j] + 1]):
-            total += offsets[samp_seq[t] + 1] - offsets[samp_seq[t]]
-    residues = np.empty(total, dtype=np.int64)
-    o = 0
-    for j in range(len(ks)):
-        for t in range(samp_off[ks[j]], samp_off[ks[j] + 1]):
-            for r in range(offsets[samp_seq[t]], offsets[samp_seq[t] + 1]):
-                residues[o] = r
-                o += 1
-    return residues
-
-
-@njit(cache=True, nogil=True)
-def new_level_maps():
-    """An empty list of levels' maps for the level loop's bonuses (msa.consistency.LevelBonuses).
-    Made and filled by compiled calls, which a run loads ready: numba.typed.List's own methods,
-    called from Python, are compiled anew in every process (~0.6 s here, a served run included)."""
-    return List.empty_list(types.int64[::1])
-
-
-@njit(cache=True, nogil=True)
-def keep_level_maps(level_maps, maps: np.ndarray) -> None:
-    """Append a level's maps to :func:`new_level_maps`'s list."""
-    level_maps.append(maps)
 
 
 @njit(cache=True, nogil=True, parallel=PRANGE_ONLY)

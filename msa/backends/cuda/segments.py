@@ -1,5 +1,5 @@
-"""Data movement between progressive levels on the GPU, and the levels' consistency bonuses
-(kernels/segments.cu), one launch per call."""
+"""Data movement between progressive levels on the GPU, and the levels' consistency bonuses and
+their samples' walks (kernels/segments.cu), one launch per call."""
 from __future__ import annotations
 
 import cupy as cp
@@ -23,6 +23,7 @@ class SegmentsStage(DeviceStage):
         self._gather_profiles = segments.get_function("gather_profiles")
         self._place_segments = segments.get_function("place_segments")
         self._add_bonuses = segments.get_function("add_bonuses")
+        self._walk_columns = segments.get_function("walk_columns")
 
     def gather_profiles(
         self, parts: list, part: np.ndarray, start: np.ndarray, widths: np.ndarray, codes: cp.ndarray,
@@ -57,13 +58,22 @@ class SegmentsStage(DeviceStage):
         scale: np.ndarray, lib_a: cp.ndarray, lib_b: cp.ndarray, vote: cp.ndarray, cur: cp.ndarray,
     ) -> None:
         """A level's consistency bonuses into its tables, one launch; see Backend. The library
-        stays on the device for the whole stage and only a level's walked columns come over
-        (msa.consistency.LevelBonuses), where each pair's cell and value were made on the host
-        and copied over (16 bytes a residue pair: ~8 M pairs, 0.13 GB, in PF00155.10000)."""
+        and its samples' columns stay on the device for the whole stage
+        (msa.consistency.LevelBonuses)."""
         count = np.asarray(count, dtype=np.int64)
         rec = np.stack([np.asarray(x, dtype=np.int64) for x in (first, count, wb, base, scale)], axis=1)
         with cp.cuda.Device(self.device):
             self._segments(self._add_bonuses, rec, count, (lib_a, lib_b, vote, cur, out))
+
+    def walk_columns(
+        self, cur: cp.ndarray, start: np.ndarray, count: np.ndarray, base: np.ndarray, maps: cp.ndarray
+    ) -> None:
+        """A level's maps take its children's sampled residues to their parents' columns, one
+        launch; see Backend."""
+        count = np.asarray(count, dtype=np.int64)
+        rec = np.stack([np.asarray(x, dtype=np.int64) for x in (start, count, base)], axis=1)
+        with cp.cuda.Device(self.device):
+            self._segments(self._walk_columns, rec, count, (cp.ascontiguousarray(maps, dtype=cp.int32), cur))
 
     @staticmethod
     def _segments(kernel: cp.RawKernel, rec: np.ndarray, elements: np.ndarray, args: tuple) -> None:
@@ -72,5 +82,4 @@ class SegmentsStage(DeviceStage):
         if chunk_off[-1] == 0:
             return
         meta = cp.asarray(np.concatenate((rec.astype(np.int64).ravel(), chunk_off)))
-        n = len(rec)
-        kernel((int(chunk_off[-1]),), (SEG_THREADS,), (meta, meta[5 * n :], np.int64(n), *args))
+        kernel((int(chunk_off[-1]),), (SEG_THREADS,), (meta, meta[rec.size :], np.int64(len(rec)), *args))
