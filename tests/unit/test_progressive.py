@@ -7,7 +7,7 @@ import pytest
 
 from msa.alphabet import ALPHABET, load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.backends.cpu.align import NEG_INF, NO_BONUS, align_batch, dp_path
+from msa.backends.cpu.align import NEG_INF, NO_BONUS, align_batch, dp_path, dp_seqseq
 from msa.params import AlignParams, GapCosts, gap_costs
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, gap_counts_from_rows
 from msa.progressive import progressive_align, progressive_align_many
@@ -228,6 +228,24 @@ def test_dp_matches_plain_reference(seed):
     ref_best, ref_path = reference_dp(c1, n1, c2, n2, MATRIX, G, seqseq)
     assert best == ref_best
     assert "".join("DHV"[s] for s in path[:length]) == ref_path
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_seqseq_dp_is_the_general_dp(seed):
+    """dp_seqseq (two one-sequence profiles: the consistency library's merges, leaf pairs) gives
+    dp_path's score and path: lengths from 1, few residue kinds and small scores (ties on every
+    side), and a real matrix with the run's gap costs."""
+    rng = np.random.default_rng(300 + seed)
+    for trial in range(60):
+        small = trial % 2 == 0
+        matrix = rng.integers(-3, 4, (24, 24)).astype(np.int64) if small else MATRIX
+        g = -rng.integers(0, 4, 4).astype(np.int64) if small else G
+        kinds = 3 if small else 24
+        c1, c2 = (np.eye(N_COUNTS, dtype=np.int32)[rng.integers(0, kinds, int(rng.integers(1, 40)))] for _ in range(2))
+        want, got = (np.empty(len(c1) + len(c2), dtype=np.uint8) for _ in range(2))
+        length, best = dp_path(c1, 1, c2, 1, matrix, g, True, want, NO_BONUS, False)
+        assert dp_seqseq(c1, c2, matrix, g, got) == (length, best)
+        np.testing.assert_array_equal(got[:length], want[:length])
 
 
 # ---- incremental gap typing ------------------------------------------------------------------
