@@ -69,6 +69,33 @@ def nonzero_cells(c: np.ndarray) -> int:
 
 
 @njit(cache=True, nogil=True)
+def _start(w1: int, r2: np.ndarray, n1: int, tgo: int, tge: int) -> tuple:
+    """A DP's direction bytes (row 0 filled: every state from H) and its six rows, the three of
+    the row before filled with row 0 (``r2[j]``: residues of P2's column j; P1 of ``n1``
+    sequences): D only at the origin, H a terminal gap run along P2, V none."""
+    stride = len(r2)
+    w2 = stride - 1
+    dirs = np.empty((w1 + 1) * stride, dtype=np.uint8)
+    dp_ = np.empty(stride, dtype=np.int64)
+    hp = np.empty(stride, dtype=np.int64)
+    vp = np.empty(stride, dtype=np.int64)
+    dp_[0] = 0
+    hp[0] = NEG_INF
+    vp[0] = NEG_INF
+    for j in range(1, w2 + 1):
+        dp_[j] = NEG_INF
+        vp[j] = NEG_INF
+        if j == 1:
+            hp[j] = n1 * r2[1] * tgo
+        else:
+            hp[j] = hp[j - 1] + n1 * r2[j] * tge
+        dirs[j] = _ROW0
+    hp[w2] = NEG_INF
+    return (dirs, dp_, hp, vp, np.empty(stride, dtype=np.int64), np.empty(stride, dtype=np.int64),
+            np.empty(stride, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
 def dp_path(
     c1: np.ndarray, n1: int, c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray,
     seqseq: bool, path: np.ndarray, bonus: np.ndarray, bonus_tr: bool,
@@ -111,25 +138,7 @@ def dp_path(
         retype2[j] = col[GO] * (ge - go) + col[TGO] * (tge - tgo)
 
     stride = w2 + 1
-    dirs = np.empty((w1 + 1) * stride, dtype=np.uint8)
-    dp_ = np.empty(stride, dtype=np.int64)
-    hp = np.empty(stride, dtype=np.int64)
-    vp = np.empty(stride, dtype=np.int64)
-    dc = np.empty(stride, dtype=np.int64)
-    hc = np.empty(stride, dtype=np.int64)
-    vc = np.empty(stride, dtype=np.int64)
-    dp_[0] = 0
-    hp[0] = NEG_INF
-    vp[0] = NEG_INF
-    for j in range(1, w2 + 1):
-        dp_[j] = NEG_INF
-        vp[j] = NEG_INF
-        if j == 1:
-            hp[j] = n1 * r2[1] * tgo
-        else:
-            hp[j] = hp[j - 1] + n1 * r2[j] * tge
-        dirs[j] = _ROW0
-    hp[w2] = NEG_INF
+    dirs, dp_, hp, vp, dc, hc, vc = _start(w1, r2, n1, tgo, tge)
 
     codes = np.empty(_NRES, dtype=np.int64)
     mult = np.empty(_NRES, dtype=np.int64)
@@ -294,26 +303,11 @@ def dp_seqseq(c1: np.ndarray, c2: np.ndarray, m: np.ndarray, g: np.ndarray, path
         for x in range(_NRES):
             s2[x, j] = m[b[j - 1], x]
     stride = w2 + 1
-    dirs = np.empty((w1 + 1) * stride, dtype=np.uint8)
-    dp_ = np.empty(stride, dtype=np.int64)
-    hp = np.empty(stride, dtype=np.int64)
-    vp = np.empty(stride, dtype=np.int64)
-    dc = np.empty(stride, dtype=np.int64)
-    hc = np.empty(stride, dtype=np.int64)
-    vc = np.empty(stride, dtype=np.int64)
+    dirs, dp_, hp, vp, dc, hc, vc = _start(w1, np.ones(stride, dtype=np.int64), 1, tgo, tge)
     ev = np.empty(stride, dtype=np.int64)  # ev[j - 1]: H's candidate from D at column j, minus j * ext
     v_start = np.full(stride, go, dtype=np.int64)  # a gap column into P2 after its column j: open
     v_cont = np.full(stride, ge, dtype=np.int64)
     v_start[w2], v_cont[w2] = tgo, tge  # after its last column: terminal
-    dp_[0] = 0
-    hp[0] = NEG_INF
-    vp[0] = NEG_INF
-    for j in range(1, w2 + 1):
-        dp_[j] = NEG_INF
-        vp[j] = NEG_INF
-        hp[j] = tgo if j == 1 else hp[j - 1] + tge
-        dirs[j] = _ROW0
-    hp[w2] = NEG_INF
     for i in range(1, w1 + 1):
         h_start, h_cont = (go, ge) if i < w1 else (tgo, tge)
         dc[0] = NEG_INF
