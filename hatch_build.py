@@ -2,7 +2,7 @@
 
 ``pip install .`` builds the wheel on the machine it installs on, so the
 compiled code matches its CPU, Numba and Python, and the first ``msa align``
-loads it instead of compiling (see msa/_runtime/jit.py and msa/_runtime/precompile.py). An
+loads it instead of compiling (see msa/jit.py and msa/_runtime/precompile.py). An
 editable install gets nothing here: it compiles on first use, as before.
 ``HATCH_BUILD_NO_HOOKS=true`` builds a plain pure-Python wheel without it. The
 compile goes through msa's jit hooks, so it fails where they are off

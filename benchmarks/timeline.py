@@ -38,15 +38,15 @@ def _wrap(owner, name: str, before: str, after: str) -> None:
     setattr(owner, name, marked)
 
 
-#: Compiled functions loaded from a cache (msa._runtime.jit) on each thread: count and seconds.
+#: Compiled functions loaded from a cache (msa.jit) on each thread: count and seconds.
 LOADS: dict[str, list[float]] = {}
 
 
 def _count_loads() -> None:
     """Sum the time of each compiled function's load from a cache, per thread (a load's marks
     would drown the timeline: a run loads 10-20). Called on the Numba thread, where the
-    pipeline's import would import msa._runtime.jit (and Numba) first thing anyway."""
-    from msa._runtime import jit
+    pipeline's import would import msa.jit (and Numba) first thing anyway."""
+    from msa import jit
 
     inner = jit._LazyCache.load_overload
 

@@ -28,7 +28,7 @@ def main() -> None:
         print_version()
         return
     from msa._runtime.bytecode import keep_bytecode
-    from msa._runtime.interrupts import process_handlers
+    from msa.interrupts import process_handlers
 
     keep_bytecode()
     process_handlers()
@@ -48,7 +48,7 @@ def run() -> NoReturn:
     the command is done and :func:`flushed`; otherwise by the usual ``sys.exit``. :func:`main`
     itself returns, for callers in Python."""
     from msa._runtime import client
-    from msa._runtime.interrupts import process_handlers
+    from msa.interrupts import process_handlers
 
     process_handlers()  # a signal before the command started: one line, 130 or 143
     status = client.client(sys.argv)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.params import (
     CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT,
 )

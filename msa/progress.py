@@ -11,7 +11,7 @@ The CLI installs a ``Progress`` for the run; any stage may report through
 Live bars are drawn only when stderr is a terminal; ``--quiet`` silences
 everything, including the one-line notes. A stage's start and end and each
 ``advance`` are checkpoints where a noted SIGINT or SIGTERM stops the run
-(:func:`msa._runtime.interrupts.check`).
+(:func:`msa.interrupts.check`).
 
 Outside the CLI (the Python API) nothing is printed: the reporter is a
 :class:`LogReport`, whose notes are records of the ``msa`` logger, shown only
@@ -27,7 +27,7 @@ import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from msa._runtime.interrupts import check
+from msa.interrupts import check
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import prange
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.alphabet import N_CODES
 from msa.params import GapCosts
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, AlignBatch, block_counts, gap_vector

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.seqdb import SeqDB, _ranges
 
 

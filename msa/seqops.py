@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 
 #: The multiplier of the polynomial sequence hash (FNV-1a 64's prime).
 HASH_PRIME = 1099511628211

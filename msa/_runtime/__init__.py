@@ -2,7 +2,7 @@
 jit cache and its precompile step, the backend's start on background threads, the CUDA
 context made through the driver, forked reading, interrupts.
 
-Nothing here aligns anything; the pipeline modules import :mod:`msa._runtime.jit` for
-``njit`` and :mod:`msa._runtime.interrupts` for their checkpoints, and the run layer
+Nothing here aligns anything; the pipeline modules import :mod:`msa.jit` for
+``njit`` and :mod:`msa.interrupts` for their checkpoints, and the run layer
 imports the rest.
 """

@@ -28,7 +28,7 @@ import threading
 import traceback
 from typing import Callable, Generic, TypeVar
 
-from msa._runtime.interrupts import check
+from msa.interrupts import check
 from msa.progress import NoteRecorder, current
 
 T = TypeVar("T")

@@ -4,7 +4,7 @@
 runs small synthetic families through every path of the pipeline on the CPU
 backend, and through the host-side paths of the GPU backend (a CPU backend
 that builds every single-linkage group by Prim, as ``CudaBackend`` does), with
-:data:`msa._runtime.jit.BUILD_ENV` set, so that each function is compiled, for every
+:data:`msa.jit.BUILD_ENV` set, so that each function is compiled, for every
 argument type met, into ``FOLDER`` (the wheel's ``msa/_jitcache``) and into no
 other cache. What gets compiled depends on argument types, not on the data, so
 small families give the entries that any family uses.
@@ -17,7 +17,7 @@ installed ``msa`` compile nothing.
 
 The workloads are shared among ``--jobs`` processes (default: the usable cores,
 at most 4; ``MSA_PRECOMPILE_JOBS`` sets it); each function is compiled by one
-of them while the others wait for it (see ``msa._runtime.jit``).
+of them while the others wait for it (see ``msa.jit``).
 """
 from __future__ import annotations
 
@@ -267,7 +267,7 @@ def default_jobs() -> int:
 
 def precompile(folder: Path, jobs: int | None = None) -> int:
     """Compile into ``folder``; the number of entries (function and argument types) written."""
-    from msa._runtime.jit import BUILD_ENV
+    from msa.jit import BUILD_ENV
 
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
@@ -282,7 +282,7 @@ def precompile(folder: Path, jobs: int | None = None) -> int:
         lock.unlink()
     if failed:
         raise RuntimeError(f"precompiling msa's Numba functions failed: {failed}")
-    if not any(folder.glob("nrt-*.pkl")):  # msa._runtime.jit saves Numba's runtime at a build's first load
+    if not any(folder.glob("nrt-*.pkl")):  # msa.jit saves Numba's runtime at a build's first load
         raise RuntimeError(f"precompiling saved no Numba runtime into {folder}")
     return sum(1 for _ in folder.rglob("*.nbc"))
 

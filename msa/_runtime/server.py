@@ -145,7 +145,7 @@ def _warm() -> None:
                 pass
     from numba.np.ufunc.parallel import _launch_threads
 
-    from msa._runtime.jit import DISPATCHERS, preload
+    from msa.jit import DISPATCHERS, preload
 
     _launch_threads()  # Numba's threading layer, as loading a shipped parallel function loads it
     preload(DISPATCHERS)

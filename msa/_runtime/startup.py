@@ -263,7 +263,7 @@ import_failure: BaseException | None = None
 def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.Event) -> None:
     """The pipeline's modules (Numba: 0.2-0.3 s), then the first compiled function (Numba's
     runtime and threads), then, until ``stop`` is set, the compiled functions of the stages
-    after the guide tree's distances, from the shipped cache (msa._runtime.jit.preload: the
+    after the guide tree's distances, from the shipped cache (msa.jit.preload: the
     main thread meanwhile de-duplicates the input and computes the distances); ``imported``
     is set once the imports are done. Errors end the thread quietly: the backend's start
     imports the same modules and the main thread calls the same functions, and each reports
@@ -281,7 +281,7 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
         _skip_numba_extensions()
         first_compiled_call()
         block.release()  # Numba's own imports are done: a stage may import SciPy from here on
-        from msa._runtime.jit import preload
+        from msa.jit import preload
         from msa.backends.cpu import stage_functions
 
         preload(stage_functions(), stop)
@@ -309,7 +309,7 @@ def _skip_numba_extensions() -> None:
     is left as it is, and so is every process where msa's jit hooks are off (MSA_JIT_HOOKS=0)."""
     from numba.core import entrypoints
 
-    from msa._runtime.jit import hooks_off
+    from msa.jit import hooks_off
 
     if hooks_off() is None and getattr(entrypoints, "_already_initialized", None) is False:
         entrypoints._already_initialized = True
@@ -327,7 +327,7 @@ def _typeof_without_numpy_ma() -> None:
     from numba.core.typing import typeof
     from numba.np import numpy_support
 
-    from msa._runtime.jit import hooks_off
+    from msa.jit import hooks_off
 
     numbas = typeof.typeof_impl.dispatch(np.ndarray)
     if hooks_off() is not None or getattr(numbas, "__name__", None) != "_typeof_ndarray":

@@ -8,7 +8,8 @@ from typing import Iterator, NoReturn
 
 import typer
 
-from msa._runtime import interrupts, startup
+from msa import interrupts
+from msa._runtime import startup
 from msa.backends import BackendUnavailable, DeviceMemoryError
 from msa.run.results import one_line  # here, not in the error path: an error handler imports nothing
 
@@ -25,7 +26,7 @@ def _plain(value: object) -> object:
 def _errors() -> Iterator[None]:
     """Expected failures as one line on stderr and a non-zero exit, never a traceback.
 
-    SIGINT and SIGTERM are noted meanwhile and raise msa._runtime.interrupts.Interrupted at the run's
+    SIGINT and SIGTERM are noted meanwhile and raise msa.interrupts.Interrupted at the run's
     next checkpoint: the outputs on the way out remove their temporary files, and the run
     ends with ``msa: interrupted`` and exit status 130 or 143 (128 + the signal's number).
     """

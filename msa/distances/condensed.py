@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -35,7 +35,7 @@ from typing import BinaryIO, Callable, Protocol, Sequence
 
 import numpy as np
 
-from msa._runtime import interrupts
+from msa import interrupts
 from msa.alphabet import ENCODE, GAP_BYTES, INVALID, lookup
 from msa.io.output import check_space, needing, regular_file, reserve
 from msa.seqdb import SeqDB, _ranges

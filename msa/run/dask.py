@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from msa._runtime import interrupts
+from msa import interrupts
 from msa.backends import Backend, BackendUnavailable, get_backend
 from msa.io.output import remove_stale_parts
 from msa.params import CONNECT_TIMEOUT, AlignParams

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Union
 
-from msa._runtime.interrupts import entered_whole
+from msa.interrupts import entered_whole
 from msa._runtime.startup import BackendStart
 from msa.backends import Backend, DeviceMemoryError, get_backend
 from msa.io import InputError, open_output, read_fasta, write_alignment

@@ -17,7 +17,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from msa._runtime import interrupts
+from msa import interrupts
 from msa._runtime.startup import BackendStart, cpu_first
 from msa.backends import cupy_installed
 from msa.io.formats import output_size

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 
 
 @dataclass

@@ -13,7 +13,7 @@ import numpy as np
 from numba import prange
 
 from msa.distances.condensed import condensed_index
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.tree.guide_tree import GuideTree
 
 #: MAFFT's PartTree mixes single and average linkage with this weight (sueff, ``-X 0.1``).

@@ -42,9 +42,9 @@ import numpy as np
 
 from msa.distances.condensed import condensed_index, condensed_offsets
 from msa.distances.kmers import MAX_KMER_DIST, KmerTables
-from msa._runtime.interrupts import check
+from msa.interrupts import check
 from msa.alphabet import load_matrix
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.params import MST_TREE_MAX, AlignParams, Linkage, gap_costs
 from msa.seqdb import SeqDB
 from msa.tree.guide_tree import GuideTree
@@ -83,7 +83,7 @@ def parttree(
     root = int(node_root[0])
     sampled = uses_sample_split(params)
     while len(node_root):
-        check()  # a checkpoint of msa._runtime.interrupts: one depth at a time
+        check()  # a checkpoint of msa.interrupts: one depth at a time
         if sampled:
             members, node_off, node_root = _split_level_sample(
                 db, members, node_off, node_root, params, backend, nodes, exact

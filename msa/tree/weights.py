@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.params import WEIGHT_SCALE, WEIGHTS_MAX_SEQUENCES, AlignParams
 from msa.tree.guide_tree import GuideTree, leaf_counts
 

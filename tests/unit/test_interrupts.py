@@ -1,4 +1,4 @@
-"""msa._runtime.interrupts in this process: signals noted, raised at checkpoints, held, ignored once finished."""
+"""msa.interrupts in this process: signals noted, raised at checkpoints, held, ignored once finished."""
 from __future__ import annotations
 
 import os
@@ -6,8 +6,8 @@ import signal
 
 import pytest
 
-from msa._runtime import interrupts
-from msa._runtime.interrupts import Interrupted, check, entered_whole, finished, handling, held
+from msa import interrupts
+from msa.interrupts import Interrupted, check, entered_whole, finished, handling, held
 from msa.io import open_output
 
 

@@ -1,4 +1,4 @@
-"""msa._runtime.jit's load hooks: off (MSA_JIT_HOOKS=0), or off by themselves where Numba is not
+"""msa.jit's load hooks: off (MSA_JIT_HOOKS=0), or off by themselves where Numba is not
 as they expect, msa gives the same bytes; on, they leave a user's own Numba code alone; and the
 Numba pin in pyproject.toml is the range the hooks are tested with.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import numba
 import pytest
 
-from msa._runtime import jit
+from msa import jit
 from msa._runtime.precompile import DNA, PROTEIN, family
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,7 +54,7 @@ RUN = textwrap.dedent(
         environment._rebuild_env = lambda modname, consts, env_name, lazy=False: rebuild(modname, consts, env_name)
     originals = (environment._rebuild_env, nrtdynmod.compile_nrt_functions)
     from msa.__main__ import main
-    from msa._runtime import jit
+    from msa import jit
 
     sys.argv = ["msa"] + argv
     try:

@@ -1,4 +1,4 @@
-"""Compiled code shipped in the wheel (msa/_runtime/jit.py, msa/_runtime/precompile.py, hatch_build.py).
+"""Compiled code shipped in the wheel (msa/jit.py, msa/_runtime/precompile.py, hatch_build.py).
 
 The installed-package tests run the ``msa`` that ``pip install .`` put in this
 environment (CI installs it from scratch, non-editable) in a subprocess with an
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from msa._runtime import jit
+from msa import jit
 from msa._runtime.precompile import DNA, PROTEIN, family
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,7 +153,7 @@ def test_shipped_files_stay_as_installed(installed: Path) -> None:
 
 
 def test_every_compiled_function_goes_through_msa_jit() -> None:
-    """Every Numba function of msa is decorated by msa._runtime.jit.njit, so every one is shipped."""
+    """Every Numba function of msa is decorated by msa.jit.njit, so every one is shipped."""
     pattern = re.compile(r"numba\.njit|from numba import .*\bnjit\b|numba\.jit\b|from numba import .*\bjit\b")
     offenders = [
         str(p.relative_to(jit.PACKAGE))
@@ -162,11 +162,11 @@ def test_every_compiled_function_goes_through_msa_jit() -> None:
     ]
     assert offenders == []
     uses = [p for p in jit.PACKAGE.rglob("*.py") if "@njit(cache=True" in p.read_text()]
-    assert len(uses) >= 10 and all("from msa._runtime.jit import njit" in p.read_text() for p in uses)
+    assert len(uses) >= 10 and all("from msa.jit import njit" in p.read_text() for p in uses)
 
 
 MODULE = '''
-from msa._runtime.jit import njit
+from msa.jit import njit
 
 
 @njit(cache=True)
@@ -174,7 +174,7 @@ def double(x):
     return 2 * x
 '''
 
-#: Imports a module of a stand-in package (msa._runtime.jit pointed at it), calls its function, and prints
+#: Imports a module of a stand-in package (msa.jit pointed at it), calls its function, and prints
 #: what Numba compiled.
 STANDIN = textwrap.dedent(
     """
@@ -201,7 +201,7 @@ STANDIN = textwrap.dedent(
         return create_nrt_module(ctx)
 
     nrtdynmod.create_nrt_module = counted
-    from msa._runtime import jit
+    from msa import jit
 
     jit.PACKAGE = Path(sys.argv[1]).resolve()
     jit.SHIPPED = jit.PACKAGE / "_jitcache"
@@ -246,7 +246,7 @@ def test_shipped_entries_load_and_go_stale(tmp_path: Path) -> None:
     assert run(build=False) == []  # Numba's own cache answers the second time
 
 
-#: The stand-in package's function preloaded (msa._runtime.jit.preload) before any call: prints how many
+#: The stand-in package's function preloaded (msa.jit.preload) before any call: prints how many
 #: entries loaded, the signatures then held, and what Numba compiled before and after the call.
 PRELOAD = STANDIN.replace(
     "assert standin.double(21) == 42\nprint(json.dumps(compiled))\n",
@@ -258,7 +258,7 @@ PRELOAD = STANDIN.replace(
 
 
 def test_preload_loads_shipped_entries_and_compiles_nothing(tmp_path: Path) -> None:
-    """msa._runtime.jit.preload loads a function's shipped entries without calling it, so that
+    """msa.jit.preload loads a function's shipped entries without calling it, so that
     its first call finds them loaded; where the entries are stale (the package's source changed)
     it loads and compiles nothing, and the call compiles as before."""
     assert PRELOAD != STANDIN
@@ -284,7 +284,7 @@ def test_preload_loads_shipped_entries_and_compiles_nothing(tmp_path: Path) -> N
 KINDS = '''
 import numpy as np
 from numba import prange
-from msa._runtime.jit import njit
+from msa.jit import njit
 
 
 @njit(cache=True)
@@ -334,7 +334,7 @@ RUN_KINDS = textwrap.dedent(
 
 
 def test_functions_loaded_without_registries_still_run(tmp_path: Path) -> None:
-    """msa._runtime.jit loads cached entries without Numba's typing and lowering registries, and without
+    """msa.jit loads cached entries without Numba's typing and lowering registries, and without
     importing the Numba modules their helpers come from (``numba.np.arrayobj``): parallel
     loops, arrays the function allocates, typed lists and dicts, strings and exceptions raised
     in compiled code all work from a cache as they did when compiled."""
@@ -354,7 +354,7 @@ def test_functions_loaded_without_registries_still_run(tmp_path: Path) -> None:
 
 def test_object_symbols_cover_the_linking_bitcode() -> None:
     """What a cache load reads from the object's ELF symbol table instead of parsing the bitcode
-    (msa._runtime.jit._object_symbols) names every symbol the bitcode defines, for functions
+    (msa.jit._object_symbols) names every symbol the bitcode defines, for functions
     of the kinds msa compiles (parallel and nogil; one that calls others), compiled afresh here
     so that their object code and bitcode are what a cache entry would hold."""
     import numba

@@ -415,7 +415,7 @@ def test_a_signal_stops_the_compiled_call_at_its_next_level(monkeypatch):
     import signal
     import threading
 
-    from msa._runtime import interrupts
+    from msa import interrupts
     from msa.backends.cpu import forest
 
     monkeypatch.setattr(forest, "POLL_S", 0.0)

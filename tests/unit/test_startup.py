@@ -164,7 +164,7 @@ def test_the_cli_start_skips_numbas_blas_coverage_and_yaml_probes(tmp_path: Path
 
 def test_cached_functions_load_without_numbas_registries() -> None:
     """A function found in a cache is loaded without Numba's typing and lowering registries
-    (msa._runtime.jit: 0.3-0.5 s of a run's start), and runs; a second process finds what the first
+    (msa.jit: 0.3-0.5 s of a run's start), and runs; a second process finds what the first
     cached, whether it loaded or compiled it."""
     code = (
         "import sys, numpy as np\n"
@@ -247,7 +247,7 @@ def test_the_cuda_backend_imports_no_numba() -> None:
         "from unittest import mock\n"
         "sys.modules['cupy'] = mock.MagicMock(name='cupy')\n"
         "import msa.backends.cuda\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba' or m in ('msa._runtime.jit', 'msa.pipeline')))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba' or m in ('msa.jit', 'msa.pipeline')))\n"
     )
     assert out.strip() == "[]"
 

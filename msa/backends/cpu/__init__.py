@@ -19,7 +19,7 @@ from msa.backends.cpu import forest, kmers, lcs, records, segments, sw
 from msa.backends.cpu.align import align_batch
 from msa.consistency import TopLibrary
 from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 from msa.seqops import take_ranges

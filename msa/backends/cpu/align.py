@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, merge_gap_rows
 
 NEG_INF = -(1 << 62)

@@ -35,7 +35,7 @@ from numba import types
 from numba.core.errors import NumbaPerformanceWarning
 from numba.typed import List
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.backends.cpu.align import _align_batch, _align_serial
 from msa.backends.cpu.segments import _copy_segment, _one_hot_segment
 from msa.profile import N_COUNTS

@@ -15,7 +15,7 @@ from msa.distances.condensed import condensed_row, condensed_rows
 from msa.distances.kmers import (
     EMPTY_DISTANCE, KMER_LEN, MAX_COUNT, N_KMERS, PAD_CODE, SECTION, KmerAlphabet, KmerTables, section_layout,
 )
-from msa._runtime.jit import njit
+from msa.jit import njit
 
 
 # --------------------------------------------------------------------------- build

@@ -31,7 +31,7 @@ import numpy as np
 from numba import prange
 
 from msa.distances.condensed import condensed_index, condensed_offsets
-from msa._runtime.jit import njit
+from msa.jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

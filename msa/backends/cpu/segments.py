@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from msa._runtime.jit import njit
+from msa.jit import njit
 from msa.profile import N_COUNTS
 
 #: Calls moving fewer rows (gathers) or columns (placements) than this run on the calling thread.

@@ -13,7 +13,7 @@ import numpy as np
 from numba import prange
 
 from msa.distances.condensed import condensed_row, condensed_rows
-from msa._runtime.jit import njit
+from msa.jit import njit
 
 #: Residue codes the substitution matrix covers (msa.alphabet.ALPHABET).
 N_CODES = 24

@@ -141,7 +141,7 @@ def hooks_off() -> str | None:
     through them, so there a reason is an error."""
     reason = _hooks_problem()
     if reason is not None and _build_dir() is not None:
-        raise RuntimeError(f"msa's wheel build compiles through msa._runtime.jit's hooks, which are off: {reason} "
+        raise RuntimeError(f"msa's wheel build compiles through msa.jit's hooks, which are off: {reason} "
                            "(HATCH_BUILD_NO_HOOKS=true builds a wheel without compiled code)")
     return reason
 
