@@ -50,6 +50,7 @@ from msa.distances.kmers import PROTEIN  # noqa: E402
 from msa.params import AlignParams  # noqa: E402
 from msa.seqdb import SeqDB  # noqa: E402
 from msa.tree.build import build_guide_tree  # noqa: E402
+from common import write_manifest  # noqa: E402
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 
@@ -365,6 +366,7 @@ def main() -> None:
           f"peak host {results['peak_host_bytes'] / 2**30:.2f} GiB (this process, CPU backend runs included)")
     print(table(results))
     if args.json:
+        write_manifest(args.json.parent)
         args.json.write_text(json.dumps(results, indent=2))
 
 

@@ -17,6 +17,11 @@ plot without data is left out); needs matplotlib (the ``bench`` extra).
 With ``--sets-root DIR`` (the folder that holds the sets, e.g. data/balifam), the set files'
 runs are also drawn one point per family, wall time against the family's residues
 (``per-family.png``/``.svg``): how one process per family compares, the way users time aligners.
+
+With ``--table FILE`` it also writes the Markdown table of the same files (``table``): a row per
+set and run-set folder, a column per tool's command, each cell mean SP / TC and the summed wall
+time. ``--readme README.md`` puts that table between the README's ``<!-- results table -->``
+markers, so the README's table and plots come from the same command.
 """
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from common import TIMED_OUT, Run, summarize
+from common import DEFAULT_COMMANDS, TIMED_OUT, Run, summarize
 
 #: Per tool, per family size: the wall times of finished runs and of runs stopped by the timeout.
 Times = dict[str, dict[int, tuple[list[float], list[float]]]]
@@ -80,6 +85,70 @@ def load(paths: list[Path]) -> tuple[Times, Accuracy]:
         if scores:
             accuracy[name] = (scores, max(s["cases"] for s in summary.values()))
     return {t: dict(v) for t, v in times.items()}, accuracy
+
+
+#: Names of the harness's tools in the table; msa's columns name the options its command sets.
+TOOL_NAMES = {"famsa": "FAMSA 2", "famsa-medoid": "FAMSA 2 medoid", "mafft": "`mafft --auto`",
+              "mafft-parttree": "`mafft --parttree`", "clustalo": "Clustal Omega", "kalign": "Kalign"}
+#: msa's options that change what is measured, named in its column's heading.
+MSA_OPTIONS = ("--device", "--consistency", "--refine", "--tree", "--weights")
+#: The README's table lies between these two lines.
+TABLE_MARKERS = ("<!-- results table -->", "<!-- end of results table -->")
+
+
+def tool_name(tool: str, command: str) -> str:
+    """The table's heading of a tool: ``msa`` and the options its command sets, else TOOL_NAMES."""
+    if not tool.startswith("msa"):
+        return TOOL_NAMES.get(tool, tool)
+    words = command.split()
+    options = [f"{w} {words[i + 1]}" for i, w in enumerate(words[:-1]) if w in MSA_OPTIONS]
+    return "`" + " ".join(["msa", *options]) + "`"
+
+
+def _cell(run_summary: dict, runs: list[dict]) -> str:
+    if not run_summary.get("cases"):
+        stopped = [r["error"] for r in runs if TIMED_OUT in (r.get("error") or "")]
+        return f"stopped at {stopped[0].rsplit(' ', 2)[-2]} s" if stopped else "failed"
+    return f"{run_summary['sp']:.3f} / {run_summary['tc']:.3f}, {run_summary['wall_s']:.1f} s"
+
+
+def table(paths: list[Path], root: Path | None = None) -> str:
+    """A Markdown table of the harness's JSONs: a row per set and folder (the folder relative to
+    ``root``, which names the run set), a column per tool command; cells are mean SP / TC over
+    the cases every tool of the file finished, and the summed wall time of its runs."""
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    columns: list[str] = []
+    for path in paths:
+        data = json.loads(path.read_text())
+        meta = data.get("meta")
+        if not meta:
+            continue
+        n = (meta.get("params") or {}).get("n")
+        folder = str(path.resolve().parent.relative_to(root)) if root else str(path.parent)
+        tools = list(data.get("summary", {}))
+        cases = max((s.get("cases", 0) for s in data["summary"].values()), default=0)
+        name = f"simulated {n:,}" if n is not None else f"{Path(meta['sets']).name} ({cases})"
+        key = (name, folder)
+        for tool in tools:
+            heading = tool_name(tool, meta.get("commands", {}).get(tool, DEFAULT_COMMANDS.get(tool, "")))
+            if heading in rows.get(key, {}):
+                key = (f"{name}, {path.name}", folder)
+            rows.setdefault(key, {})[heading] = _cell(data["summary"][tool],
+                                                      [r for r in data.get("runs", []) if r["tool"] == tool])
+            if heading not in columns:
+                columns.append(heading)
+    columns.sort(key=lambda c: not c.startswith("`msa"))  # msa's commands first, each group as met
+    lines = ["| input | results | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
+    for (name, folder), cells in rows.items():
+        lines.append(f"| {name} | `{folder}` | " + " | ".join(cells.get(c, "") for c in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def put_table(readme: Path, text: str) -> None:
+    """Replace the table between the README's TABLE_MARKERS with ``text``."""
+    page = readme.read_text(encoding="utf-8")
+    start, end = (page.index(m) for m in TABLE_MARKERS)
+    readme.write_text(page[: start + len(TABLE_MARKERS[0])] + "\n" + text + page[end:], encoding="utf-8")
 
 
 def family_times(paths: list[Path], roots: list[Path]) -> dict[str, dict[str, list[tuple[int, float]]]]:
@@ -195,7 +264,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--out", type=Path, default=Path("."), help="output folder (made if missing)")
     p.add_argument("--sets-root", type=Path, action="append", default=[],
                    help="folder holding the sets' inputs (SET/in/CASE): also plot time per family against its size")
+    p.add_argument("--table", type=Path, help="also write the Markdown table of these files here")
+    p.add_argument("--readme", type=Path, help="also put that table between this page's results-table markers")
+    p.add_argument("--results-root", type=Path, default=Path(__file__).resolve().parent / "results",
+                   help="the table names each file's folder relative to this one (default: benchmarks/results)")
     a = p.parse_args(argv)
+    if a.table or a.readme:
+        root = a.results_root.resolve()
+        text = table(a.json, root if all(root in q.resolve().parents for q in a.json) else None)
+        if a.table:
+            a.table.write_text(text)
+        if a.readme:
+            put_table(a.readme, text)
     try:
         import matplotlib
 

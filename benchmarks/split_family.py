@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from msa.run.dask import TIMELINE_ENV, timeline_lines  # noqa: E402
 from msa.run.split import SPLIT_BYTES_ENV  # noqa: E402
+from common import write_manifest  # noqa: E402
 
 
 def main() -> None:
@@ -82,6 +83,7 @@ def main() -> None:
     for line in timeline_lines(timeline):
         print(line)
     if args.json:
+        write_manifest(args.json.parent)
         args.json.write_text(json.dumps(figures | {"timeline": timeline}, indent=1))
     if figures.get("identical") is False:
         sys.exit(1)
