@@ -72,8 +72,9 @@ def load(paths: list[Path]) -> tuple[Times, Accuracy]:
             if scores:
                 summary_only[name] = (scores, max(int(s["cases"]) for s in data["summary"].values()))
             continue
+        commands = meta.get("commands") or {}
         for run in data["runs"]:
-            tool = run["tool"]
+            tool = plot_tool(run["tool"], commands.get(run["tool"]))
             if owner.setdefault((name, tool), path.stem) != path.stem:
                 tool = f"{tool} ({path.stem})"
             runs_of[name].append(Run(**{**run, "tool": tool}))
@@ -103,6 +104,16 @@ def tool_name(tool: str, command: str) -> str:
     words = command.split()
     options = [f"{w} {words[i + 1]}" for i, w in enumerate(words[:-1]) if w in MSA_OPTIONS]
     return "`" + " ".join(["msa", *options]) + "`"
+
+
+def plot_tool(tool: str, command: str | None) -> str:
+    """A plot's name of a tool whose command is known: msa's default command (no ``--device``) is
+    ``msa-auto``, and options that change what is measured (``--consistency off``) are named."""
+    if command is None or not tool.startswith("msa"):
+        return tool
+    words = command.split()
+    options = [f"{w} {words[i + 1]}" for i, w in enumerate(words[:-1]) if w in MSA_OPTIONS and w != "--device"]
+    return " ".join(["msa-auto" if tool == "msa" and "--device" not in words else tool, *options])
 
 
 def _cell(run_summary: dict, runs: list[dict]) -> str:
@@ -163,14 +174,13 @@ def family_times(paths: list[Path], roots: list[Path]) -> dict[str, dict[str, li
             continue
         name = Path(meta["sets"]).name
         found = [root / name / "in" for root in roots if (root / name / "in").is_dir()]
-        auto = "--device" not in (meta.get("commands") or {}).get("msa", "--device")
         for run in data.get("runs", []) if found else []:
             inp = found[0] / run["case"]
             if run.get("error") is not None or run.get("wall_s") is None or not inp.is_file():
                 continue
             if inp not in sizes:
                 sizes[inp] = sum(len(line.strip()) for line in inp.read_text().splitlines() if not line.startswith(">"))
-            tool = "msa-auto" if auto and run["tool"] == "msa" else run["tool"]  # the default command
+            tool = plot_tool(run["tool"], (meta.get("commands") or {}).get(run["tool"]))
             out[name][tool].append((sizes[inp], float(run["wall_s"])))
     return {name: dict(tools) for name, tools in out.items()}
 
@@ -248,7 +258,13 @@ def plot_accuracy(accuracy: Accuracy, colors: dict[str, str], out: Path, plt) ->
     return _save(fig, out / "accuracy", plt)
 
 
+#: The run sets a figure's data come from, printed under it (``main`` sets it from the files' folders).
+CAPTION: list[str] = []
+
+
 def _save(fig, stem: Path, plt) -> list[Path]:
+    if CAPTION:
+        fig.text(0.0, -0.02, "data: " + ", ".join(CAPTION), fontsize=7, color="gray", ha="left", va="top")
     written = []
     for ext in ("png", "svg"):
         path = stem.with_suffix(f".{ext}")
@@ -265,13 +281,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sets-root", type=Path, action="append", default=[],
                    help="folder holding the sets' inputs (SET/in/CASE): also plot time per family against its size")
     p.add_argument("--table", type=Path, help="also write the Markdown table of these files here")
+    p.add_argument("--table-also", type=Path, nargs="+", default=[], metavar="JSON",
+                   help="more files for the table only (another run of a set already plotted)")
     p.add_argument("--readme", type=Path, help="also put that table between this page's results-table markers")
     p.add_argument("--results-root", type=Path, default=Path(__file__).resolve().parent / "results",
                    help="the table names each file's folder relative to this one (default: benchmarks/results)")
     a = p.parse_args(argv)
     if a.table or a.readme:
         root = a.results_root.resolve()
-        text = table(a.json, root if all(root in q.resolve().parents for q in a.json) else None)
+        files = [*a.json, *a.table_also]
+        text = table(files, root if all(root in q.resolve().parents for q in files) else None)
         if a.table:
             a.table.write_text(text)
         if a.readme:
@@ -292,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plot.py: error: {exc}", file=sys.stderr)
         return 1
     a.out.mkdir(parents=True, exist_ok=True)
+    CAPTION[:] = sorted({path.resolve().parent.name for path in a.json})
     # One colour per tool across both plots.
     tools = sorted(set(times) | {t for scores, _ in accuracy.values() for t in scores}
                    | {t for per_tool in families.values() for t in per_tool})
