@@ -1,4 +1,4 @@
-"""A dataset's families on one GPU (``-O``) against the same run on N GPUs through Dask (issue 31),
+"""A dataset's families on one GPU (``-O``) against the same run on N GPUs through Dask,
 each in a fresh process, with the Dask run's timeline per worker.
 
     python3 benchmarks/dask_timeline.py bench-data/balifam10000-dev/in --copies 8 --gpus 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9's semi-synthetic family, side by side: every sequence of a real BaliFam family plus
+# A semi-synthetic family, side by side: every sequence of a real BaliFam family plus
 # 9 variants (~8% substitutions, 0-2 short indels; datasets/semisynthetic.py), scored
 # against the family's BAliBASE reference (the originals are in it, the variants not).
 #

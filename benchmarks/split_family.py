@@ -1,5 +1,5 @@
 """One large family on one GPU (``-o``) against the same on N GPUs (``-o --gpus N``: split along its
-guide tree, msa.run.split), each in a fresh process, with peak GPU and host memory (issue 31).
+guide tree, msa.run.split), each in a fresh process, with peak GPU and host memory.
 
     python3 benchmarks/split_family.py bench-data/balifam10000-dev/in/PF00078.10000 --copies 100 --gpus 2
     python3 benchmarks/split_family.py bench-data/balifam10000-dev/in/PF00037.10000 --copies 1000 --gpus 2 --skip-one
