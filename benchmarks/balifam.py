@@ -50,7 +50,8 @@ def main() -> None:
     summary = summarize(runs, tools)
     print(f"BaliFam {a.sets.name}: {len(ids)} sets, {a.threads} threads")
     print_table(summary)
-    write_json(a.out or results_dir() / f"{a.sets.name}.json", runs, summary, {"sets": str(a.sets), "threads": a.threads, "commands": commands})
+    write_json(a.out or results_dir() / f"{a.sets.name}.json", runs, summary,
+               {"sets": str(a.sets), "threads": a.threads, "commands": commands})
 
 
 if __name__ == "__main__":

@@ -241,11 +241,11 @@ def host() -> dict:
 
 def host_label(machine: dict) -> str:
     """A run set's host in its folder name: ``h100-16c``, ``2xh200-32c``, ``cpu-2c``."""
-    model = re.search(r"\b([A-Z]{1,2}\d{2,4})\b", machine.get("gpu") or "")
-    if not machine.get("gpus") or model is None:
+    if not machine.get("gpus"):
         return f"cpu-{machine['cores']}c"
+    model = re.search(r"\b([A-Z]{1,2}\d{2,4})\b", machine.get("gpu") or "")
     count = f"{machine['gpus']}x" if machine["gpus"] > 1 else ""
-    return f"{count}{model[1].lower()}-{machine['cores']}c"
+    return f"{count}{model[1].lower() if model else 'gpu'}-{machine['cores']}c"
 
 
 def _read(path: str) -> str:
@@ -258,6 +258,15 @@ def _read(path: str) -> str:
 def _git(*args: str) -> str:
     done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
     return done.stdout.strip()
+
+
+def _commit() -> str:
+    """The checkout's short commit (``nogit`` outside a git checkout)."""
+    return _git("rev-parse", "--short=7", "HEAD") or "nogit"
+
+
+def _today() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
 
 
 def packages() -> dict[str, str]:
@@ -273,13 +282,11 @@ def packages() -> dict[str, str]:
 
 def write_manifest(folder: Path, machine: dict | None = None) -> Path:
     """Record this command line in ``folder/manifest.json``, made on first use with the date,
-    the commit (``-dirty`` when the checkout has changes), the package versions and the host."""
+    the commit (``-dirty`` when msa/ has uncommitted changes), the package versions and the host."""
     path = folder / "manifest.json"
+    dirty = "-dirty" if _git("status", "--porcelain", "--", "msa") else ""
     manifest = json.loads(path.read_text()) if path.exists() else {
-        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
-        "commit": _git("rev-parse", "--short=7", "HEAD") + ("-dirty" if _git("status", "--porcelain", "--", "msa") else ""),
-        "host": machine or host(),
-        "packages": packages(),
+        "date": _today(), "commit": _commit() + dirty, "host": machine or host(), "packages": packages(),
         "commands": [],
     }
     command = shlex.join(["python3", *sys.argv])
@@ -293,10 +300,10 @@ def write_manifest(folder: Path, machine: dict | None = None) -> Path:
 def results_dir(tag: str | None = None, root: Path = RESULTS) -> Path:
     """Today's run-set folder ``<date>_<commit>_<host>`` under ``root``, made with its manifest;
     ``tag`` replaces the detected host label (say, a cloud instance's name)."""
+    if tag is not None and not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
+        raise ValueError(f"a host tag is letters, digits, '.' and '-' (the folder's '_' separate its parts): {tag!r}")
     machine = host()
-    commit = _git("rev-parse", "--short=7", "HEAD") or "nogit"
-    day = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    folder = root / f"{day}_{commit}_{tag or host_label(machine)}"
+    folder = root / f"{_today()}_{_commit()}_{tag or host_label(machine)}"
     write_manifest(folder, machine)
     return folder
 

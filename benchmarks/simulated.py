@@ -56,8 +56,8 @@ def main() -> None:
     summary = summarize(runs, tools)
     print(f"{case}: {a.threads} threads")
     print_table(summary)
-    write_json(a.out or results_dir() / f"sim{a.n}.json", runs, summary, {"params": asdict(params), "ref_size": a.ref_size,
-                                      "threads": a.threads, "commands": commands})
+    meta = {"params": asdict(params), "ref_size": a.ref_size, "threads": a.threads, "commands": commands}
+    write_json(a.out or results_dir() / f"sim{a.n}.json", runs, summary, meta)
 
 
 if __name__ == "__main__":

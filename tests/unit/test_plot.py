@@ -185,7 +185,9 @@ def test_results_dir_writes_the_manifest_once_and_adds_each_command(tmp_path: Pa
     common.write_manifest(folder)
     common.write_manifest(folder)
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["commands"] == ["python3 benchmarks/balifam.py --threads 2", "python3 benchmarks/simulated.py -n 10"]
+    assert manifest["commands"] == ["python3 benchmarks/balifam.py --threads 2",
+                                    "python3 benchmarks/simulated.py -n 10"]
     assert {"gpu", "gpus", "driver", "cores"} <= set(manifest["host"]) and "numpy" in manifest["packages"]
     assert common.host_label({"gpu": "NVIDIA H100 80GB HBM3", "gpus": 2, "cores": 32}) == "2xh100-32c"
+    assert common.host_label({"gpu": "NVIDIA A100-SXM4-80GB", "gpus": 1, "cores": 16}) == "a100-16c"
     assert common.host_label({"gpu": None, "gpus": 0, "cores": 2}) == "cpu-2c"
