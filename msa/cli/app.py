@@ -16,7 +16,8 @@ app = typer.Typer(
     "single-linkage guide tree over LCS distances (PartTree above --mst-tree-max sequences), then "
     "batched profile alignment on the GPU or the CPU, both giving the same bytes. Each command runs "
     "in its own process and leaves nothing running.",
-    epilog="Exit status: 0 success; 1 failure (one 'msa: error:' line on stderr); 2 usage error; "
+    epilog="Exit status: 0 success; 1 failure (one 'msa: error:' line on stderr); 2 usage error (a "
+    "command line that does not parse); "
     "130 or 143 interrupted by SIGINT or SIGTERM. Every command reads gzip input and '-' (stdin).",
     context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits -h
     add_completion=False,
