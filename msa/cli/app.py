@@ -18,7 +18,7 @@ app = typer.Typer(
     "in its own process and leaves nothing running.",
     epilog="Exit status: 0 success; 1 failure (one 'msa: error:' line on stderr); 2 usage error (a "
     "command line that does not parse); "
-    "130 or 143 interrupted by SIGINT or SIGTERM. Every command reads gzip input and '-' (stdin).",
+    "130 or 143 interrupted by SIGINT or SIGTERM. Every command reads gzip input.",
     context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits -h
     add_completion=False,
     no_args_is_help=True,
