@@ -88,9 +88,10 @@ _WORK_LOG = re.compile(
 #: Where the rule holds: the project's own text (tests' data files are not text of the project).
 _SCANNED = ("README.md", "CHANGELOG.md", "docs", "msa", "kernels", "benchmarks", "tests")
 _TEXT = {".py", ".md", ".sh", ".cu", ".cuh", ".h", ".json", ".toml", ".txt", ".cfg", ".yml", ".yaml"}
-#: A repository path a comment or page cites: a top folder of the repository, then a file name.
+#: A repository path a comment or page cites: a top folder of the repository, then a file name
+#: or a folder (ending in ``/``).
 _CITED = re.compile(
-    r"(?<![\w/.~-])((?:msa|kernels|benchmarks|tests|docs|datasets)/[\w./-]*\w\.(?:py|md|cu|cuh|sh|json|toml|npz))\b"
+    r"(?<![\w/.~-])((?:msa|kernels|benchmarks|tests|docs|datasets)/[\w./-]*\w(?:\.(?:py|md|cu|cuh|sh|json|toml|npz)\b|/))"
 )
 
 
@@ -115,15 +116,21 @@ def test_no_text_names_a_work_session_a_device_call_or_an_issue() -> None:
     assert not hits, "text that names a work session, device call or issue:\n" + "\n".join(hits)
 
 
+#: Folders the wheel's build makes (hatch_build.py), cited by pages but not in a checkout.
+_BUILT = {"msa/_jitcache/"}
+
+
 def test_cited_repository_files_exist() -> None:
-    """A file path that a page or a comment cites (a module under msa/, a page under docs/) is in the repository."""
+    """A file that a page or a comment cites (a module under msa/, a page under docs/) is in the
+    repository, and so is a folder that a page cites (code names folders of other trees too)."""
     missing = [
         f"{path.relative_to(REPO)}:{n}: {cited}"
         for path in _text_files()
         if path.suffix != ".json"
         for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
         for cited in _CITED.findall(line)
-        if not (REPO / cited).exists() and not (path.parent / cited).exists()
+        if (path.suffix == ".md" or not cited.endswith("/")) and cited not in _BUILT
+        and not (REPO / cited).exists() and not (path.parent / cited).exists()
     ]
     assert not missing, "cited files that are not in the repository:\n" + "\n".join(missing)
 
