@@ -86,15 +86,15 @@ CONSISTENCY_MAX_MERGES = 1024
 #: too: up to N drawn from each side, every sequence of a smaller side (docs/accuracy.md: over three seeds +0.2 SP / +1.7 TC on balifam1000, +0.6 / +2.7 on
 #: balifam10000-dev).
 CONSISTENCY_ABSORB_PER = 10
-#: Families of more distinct sequences than this are aligned without bonuses: the level loop
-#: keeps a host copy of every level's maps for them (8 bytes a column of every node).
+#: Families of more distinct sequences than this are aligned without bonuses: the library and
+#: the maps its walks read grow with the family (docs/accuracy.md).
 CONSISTENCY_MAX_SEQUENCES = 1 << 16
 #: ``--consistency``'s words; any other value is a number of sequences drawn from each side.
 CONSISTENCY_MODES = ("auto", "off")
 #: ``--consistency auto`` draws CONSISTENCY_AUTO_SAMPLES a side in the families ``--refine auto``
-#: leaves alone (more than REFINE_AUTO_MAX distinct sequences): there it gained 1.5-1.7 SP points
-#: (balifam1000, balifam10000-dev), where refinement gains 0.1; on balifam100, which refinement
-#: covers, it lost 0.4-0.5 (docs/accuracy.md).
+#: leaves alone (more than REFINE_AUTO_MAX distinct sequences): there it gains most of msa's lead
+#: over FAMSA 2 (balifam1000, balifam10000-dev), where refinement gains 0.1; on balifam100, which
+#: refinement covers, it lost 0.4-0.5 SP (docs/accuracy.md).
 CONSISTENCY_AUTO_SAMPLES = 8
 
 
