@@ -6,7 +6,7 @@ Run on a GPU machine (with ``mafft`` on the PATH for the MAFFT column)::
 
 Reports (one line each, also as JSON with --json):
 
-* the CUDA-Parttree thesis anchor: ``members`` sequences (mean length 115)
+* PartTree's member-reference step: ``members`` sequences (mean length 115)
   against ``refs`` references, end to end (host codes in, assignments out) and
   in the kernel alone; pairs/s and 6-mer lookups/s (one lookup = one member
   run against one reference), and the fraction of the shared-memory limit
@@ -14,7 +14,7 @@ Reports (one line each, also as JSON with --json):
   and the member-stream rate (bytes/s read from L2, one byte per lookup);
 * a full PartTree guide tree of ``tree`` simulated sequences;
 * side by side on the same inputs: the CPU backend (Numba, every core of the
-  machine) on the anchor (on a stated fraction of the members, extrapolated
+  machine) on that step (on a stated fraction of the members, extrapolated
   linearly, when the whole would take more than ``--cpu-seconds``) and on a
   guide tree of ``compare`` sequences, and ``mafft --parttree --retree 0
   --treeout`` (tree only, as a subprocess on a FASTA file) at ``--mafft-sizes``;
@@ -138,14 +138,14 @@ def shared_lookup_limit() -> float:
 
 
 def anchor_inputs(n: int, n_refs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Codes, offsets and sorted reference ids of the anchor (one node, every sequence a member)."""
+    """Codes, offsets and sorted reference ids of the member-reference step (one node, every sequence a member)."""
     res, off = family(n, 115, seed=1)
     refs = np.sort(np.random.default_rng(2).choice(n, n_refs, replace=False))
     return encode(res), off, refs
 
 
 def distance_stage(backend: CudaBackend, n: int, n_refs: int, timer: KernelTimer) -> tuple[dict, np.ndarray]:
-    """The thesis anchor: every sequence against ``n_refs`` references of one node (and its assignments)."""
+    """The member-reference step: every sequence against ``n_refs`` references of one node (and its assignments)."""
     codes, off, refs = anchor_inputs(n, n_refs)
     members = np.arange(n, dtype=np.int64)
     node = np.zeros(n, dtype=np.int64)
