@@ -2,7 +2,7 @@
 measure its wall time and peak memory, score it, print one table with ratios, and file the
 results in a run set's folder with the manifest that says how to reproduce them.
 
-    python3 benchmarks/common.py [HOST]   # make today's run-set folder, print its path
+    python3 benchmarks/common.py [HOST]   # make today's run-set folder (and manifest), print its path
 """
 from __future__ import annotations
 
@@ -280,9 +280,10 @@ def packages() -> dict[str, str]:
     return found
 
 
-def write_manifest(folder: Path, machine: dict | None = None) -> Path:
-    """Record this command line in ``folder/manifest.json``, made on first use with the date,
-    the commit (``-dirty`` when msa/ has uncommitted changes), the package versions and the host."""
+def write_manifest(folder: Path, machine: dict | None = None, record: bool = True) -> Path:
+    """Record this command line (unless not ``record``) in ``folder/manifest.json``, made on first
+    use with the date, the commit (``-dirty`` when msa/ has uncommitted changes), the package
+    versions and the host."""
     path = folder / "manifest.json"
     dirty = "-dirty" if _git("status", "--porcelain", "--", "msa") else ""
     manifest = json.loads(path.read_text()) if path.exists() else {
@@ -290,23 +291,24 @@ def write_manifest(folder: Path, machine: dict | None = None) -> Path:
         "commands": [],
     }
     command = shlex.join(["python3", *sys.argv])
-    if command not in manifest["commands"]:
+    if record and command not in manifest["commands"]:
         manifest["commands"].append(command)
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(manifest, indent=1) + "\n")
     return path
 
 
-def results_dir(tag: str | None = None, root: Path = RESULTS) -> Path:
-    """Today's run-set folder ``<date>_<commit>_<host>`` under ``root``, made with its manifest;
-    ``tag`` replaces the detected host label (say, a cloud instance's name)."""
+def results_dir(tag: str | None = None, root: Path = RESULTS, record: bool = True) -> Path:
+    """Today's run-set folder ``<date>_<commit>_<host>`` under ``root``, made with its manifest
+    (which records this command line unless not ``record``); ``tag`` replaces the detected host
+    label (say, a cloud instance's name)."""
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
         raise ValueError(f"a host tag is letters, digits, '.' and '-' (the folder's '_' separate its parts): {tag!r}")
     machine = host()
     folder = root / f"{_today()}_{_commit()}_{tag or host_label(machine)}"
-    write_manifest(folder, machine)
+    write_manifest(folder, machine, record)
     return folder
 
 
 if __name__ == "__main__":
-    print(results_dir(sys.argv[1] if len(sys.argv) > 1 else None))
+    print(results_dir(sys.argv[1] if len(sys.argv) > 1 else None, record=False))
