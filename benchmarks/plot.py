@@ -30,6 +30,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from common import DEFAULT_COMMANDS, TIMED_OUT, Run, summarize
@@ -186,7 +187,7 @@ def family_times(paths: list[Path], roots: list[Path]) -> dict[str, dict[str, li
 
 
 def plot_families(families: dict[str, dict[str, list[tuple[int, float]]]], colors: dict[str, str], out: Path,
-                  plt) -> list[Path]:
+                  plt, caption: Sequence[str] = ()) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
     markers = "os^Dv"
     for k, name in enumerate(sorted(families)):
@@ -201,10 +202,10 @@ def plot_families(families: dict[str, dict[str, list[tuple[int, float]]]], color
     ax.set_title("One process per family")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    return _save(fig, out / "per-family", plt)
+    return _save(fig, out / "per-family", plt, caption)
 
 
-def plot_time(times: Times, colors: dict[str, str], out: Path, plt) -> list[Path]:
+def plot_time(times: Times, colors: dict[str, str], out: Path, plt, caption: Sequence[str] = ()) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
     stopped = False
     tools = sorted(times)
@@ -231,10 +232,10 @@ def plot_time(times: Times, colors: dict[str, str], out: Path, plt) -> list[Path
                 label="stopped at the timeout (at least)")
     # Outside the axes: inside, it covered the lines of the largest sizes.
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    return _save(fig, out / "time", plt)
+    return _save(fig, out / "time", plt, caption)
 
 
-def plot_accuracy(accuracy: Accuracy, colors: dict[str, str], out: Path, plt) -> list[Path]:
+def plot_accuracy(accuracy: Accuracy, colors: dict[str, str], out: Path, plt, caption: Sequence[str] = ()) -> list[Path]:
     sets = sorted(accuracy)
     tools = sorted({t for s in sets for t in accuracy[s][0]})
     fig, axes = plt.subplots(1, 2, figsize=(max(6, 2.5 + 1.6 * len(sets)) * 1.6, 4.5), sharey=True)
@@ -255,16 +256,23 @@ def plot_accuracy(accuracy: Accuracy, colors: dict[str, str], out: Path, plt) ->
     axes[0].set_ylabel("accuracy against the reference")
     fig.tight_layout()
     axes[1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    return _save(fig, out / "accuracy", plt)
+    return _save(fig, out / "accuracy", plt, caption)
 
 
-#: The run sets a figure's data come from, printed under it (``main`` sets it from the files' folders).
-CAPTION: list[str] = []
+def run_sets(paths: list[Path], simulated: bool) -> list[str]:
+    """The run-set folders of the simulated files (or of the set files): a figure's caption."""
+    found = set()
+    for path in paths:
+        meta = json.loads(path.read_text()).get("meta") or {}
+        if simulated == ((meta.get("params") or {}).get("n") is not None) and (simulated or meta.get("sets")):
+            found.add(path.resolve().parent.name)
+    return sorted(found)
 
 
-def _save(fig, stem: Path, plt) -> list[Path]:
-    if CAPTION:
-        fig.text(0.0, -0.02, "data: " + ", ".join(CAPTION), fontsize=7, color="gray", ha="left", va="top")
+def _save(fig, stem: Path, plt, caption: Sequence[str] = ()) -> list[Path]:
+    """The figure as PNG and SVG, the run sets of its data printed under it."""
+    if caption:
+        fig.text(0.0, -0.02, "data: " + ", ".join(caption), fontsize=7, color="gray", ha="left", va="top")
     written = []
     for ext in ("png", "svg"):
         path = stem.with_suffix(f".{ext}")
@@ -311,18 +319,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plot.py: error: {exc}", file=sys.stderr)
         return 1
     a.out.mkdir(parents=True, exist_ok=True)
-    CAPTION[:] = sorted({path.resolve().parent.name for path in a.json})
     # One colour per tool across both plots.
     tools = sorted(set(times) | {t for scores, _ in accuracy.values() for t in scores}
                    | {t for per_tool in families.values() for t in per_tool})
     colors = {tool: f"C{i % 10}" for i, tool in enumerate(tools)}
     written: list[Path] = []
     if times:
-        written += plot_time(times, colors, a.out, plt)
+        written += plot_time(times, colors, a.out, plt, run_sets(a.json, simulated=True))
     if accuracy:
-        written += plot_accuracy(accuracy, colors, a.out, plt)
+        written += plot_accuracy(accuracy, colors, a.out, plt, run_sets(a.json, simulated=False))
     if families:
-        written += plot_families(families, colors, a.out, plt)
+        written += plot_families(families, colors, a.out, plt, run_sets(a.json, simulated=False))
     if not written:
         print("plot.py: error: no finished runs in these files", file=sys.stderr)
         return 1

@@ -88,7 +88,7 @@ def test_the_time_legend_names_the_cpu_and_sits_outside_the_lines(tmp_path: Path
     import plot
 
     figures = []
-    monkeypatch.setattr(plot, "_save", lambda fig, stem, plt: figures.append(fig) or [])
+    monkeypatch.setattr(plot, "_save", lambda fig, stem, plt, caption=(): figures.append(fig) or [])
     times = {"msa": {1000: ([0.8], []), 100000: ([38.0], [])}, "msa-gpu": {1000: ([1.0], []), 100000: ([7.0], [])},
              "famsa": {100000: ([], [300.0])}}
     accuracy = {"balifam1000": ({"msa": (0.8, 0.5), "msa (other)": (0.8, 0.5), "famsa": (0.8, 0.5)}, 3)}
