@@ -31,11 +31,15 @@ from os import PathLike
 
 import numpy as np
 
-from msa.io.fasta import read_aligned_fasta
+from msa import interrupts
+from msa.io.fasta import ALIGNED_BYTE_CLASS, GAP
 
 #: qscore's gap characters.
 SCORE_GAPS = b"-.~+#"
 
+#: The readers' byte classes with qscore's gap characters as gaps.
+_SCORE_CLASS = ALIGNED_BYTE_CLASS.copy()
+_SCORE_CLASS[np.frombuffer(SCORE_GAPS, dtype=np.uint8)] = GAP
 _GAP = np.zeros(256, dtype=bool)
 _GAP[np.frombuffer(SCORE_GAPS, dtype=np.uint8)] = True
 _UPPER = np.zeros(256, dtype=bool)
@@ -82,16 +86,29 @@ def score_alignments(test: dict[str, bytes | str], ref: dict[str, bytes | str]) 
     if not ref:
         raise ValueError("reference alignment is empty")
     names = list(ref)
-    missing = [n for n in names if n not in test]
-    if missing:
-        raise ValueError(f"reference sequence {missing[0]!r} not in the test alignment "
+    _matching(names, list(test))
+    return _score(names, _matrix([_as_bytes(ref[n]) for n in names]), _matrix([_as_bytes(test[n]) for n in names]))
+
+
+def _matching(ref: list[str], test: list[str]) -> np.ndarray:
+    """The test row of each reference name; a reference name missing from the test is an error."""
+    where = {name: i for i, name in enumerate(test)}
+    index = np.fromiter((where.get(name, -1) for name in ref), dtype=np.int64, count=len(ref))
+    if np.any(index < 0):
+        missing = np.flatnonzero(index < 0)
+        raise ValueError(f"reference sequence {ref[missing[0]]!r} not in the test alignment "
                          f"({len(missing)} missing)")
-    rmat = _matrix([_as_bytes(ref[n]) for n in names])
-    tmat = _matrix([_as_bytes(test[n]) for n in names])
+    return index
+
+
+def _score(names: list[str], rmat: np.ndarray, tmat: np.ndarray) -> Score:
+    """SP and TC of the test rows ``tmat`` against the reference rows ``rmat`` (row ``i`` of both:
+    the sequence ``names[i]``)."""
     rres = ~_GAP[rmat]
     tres = ~_GAP[tmat]
     rrow, rcol = np.nonzero(rres)  # row-major: residues of each row in order
     trow, tcol = np.nonzero(tres)
+    interrupts.check()
     rlen = rres.sum(axis=1)
     tlen = tres.sum(axis=1)
     bad = np.flatnonzero(rlen != tlen)
@@ -105,6 +122,7 @@ def score_alignments(test: dict[str, bytes | str], ref: dict[str, bytes | str]) 
         k = diff[0]
         raise ValueError(f"sequence {names[rrow[k]]!r} differs between test and reference: "
                          f"{chr(rch[k])!r} vs {chr(tch[k])!r} (reference column {rcol[k]})")
+    interrupts.check()
     up = _UPPER[rch]
     _check_mixed_case(rrow, rcol, up, rmat.shape[1])
     col = rcol[up]
@@ -113,6 +131,7 @@ def score_alignments(test: dict[str, bytes | str], ref: dict[str, bytes | str]) 
     k = np.bincount(col, minlength=rmat.shape[1]).astype(np.int64)
     ref_pairs = int((k * (k - 1) // 2).sum())
     _, same = np.unique(col[ok].astype(np.int64) * width + tcol[up][ok], return_counts=True)
+    interrupts.check()
     correct_pairs = int((same.astype(np.int64) * (same - 1) // 2).sum())
     # A column is correct when its k upper residues are all upper in the test and
     # share one test column: min == max test column over the column, no lower case.
@@ -147,7 +166,7 @@ def score_files(
     test_path: str | PathLike[str], ref_path: str | PathLike[str], in_format: str = "auto",
     ref_format: str | None = None,
 ) -> dict[str, float | int]:
-    """Score a test alignment against a reference alignment.
+    """Score a test alignment against a reference alignment (files or ``-``, gzipped or not).
 
     ``in_format``: the test's format (``auto``: aligned FASTA or A3M, or a format of
     :func:`msa.io.formats.read_alignment`); ``ref_format``: the reference's (default: ``in_format``).
@@ -155,39 +174,32 @@ def score_files(
     Returns:
         ``sp``, ``tc``, ``ref_pairs``, ``correct_pairs``, ``columns``, ``correct_columns``.
     """
-    ref = _read(ref_path, in_format if ref_format is None else ref_format)
-    return asdict(score_alignments(_read(test_path, in_format, keep=set(ref)), ref))
+    names, rmat = _read(ref_path, in_format if ref_format is None else ref_format)
+    if not names:
+        raise ValueError("reference alignment is empty")
+    test_names, tmat = _read(test_path, in_format)
+    index = _matching(names, test_names)
+    in_order = len(index) == len(tmat) and np.array_equal(index, np.arange(len(index)))
+    return asdict(_score(names, rmat, tmat if in_order else tmat[index]))
 
 
-def _read(path: str | PathLike[str], in_format: str = "auto", keep: set[str] | None = None) -> dict[str, bytes]:
-    """Rows by name; A3M rows (of unequal width, inserts lower case without their gaps) get their
-    insert columns back (:func:`msa.io.formats.expand_inserts`). Only match columns are scored and
-    they do not depend on which rows are kept, so only the kept rows are expanded. Formats other
-    than FASTA, A2M and A3M are read by msa.io.formats.read_alignment (Biopython)."""
-    if in_format not in ("auto", "fasta", "a2m", "a3m"):
-        return _read_other(path, in_format, keep)
-    rows = read_aligned_fasta(path, keep)
-    if len({len(r) for r in rows.values()}) <= 1:
-        return rows
-    from msa.io.formats import expand_inserts
+def _read(path: str | PathLike[str], in_format: str = "auto") -> tuple[list[str], np.ndarray]:
+    """The names and the ``(n, width)`` rows of an alignment, read by msa.io.formats.read_rows with
+    qscore's gap characters; A2M/A3M rows get their insert columns back. A name read twice is an
+    error (rows are matched by name)."""
+    from msa.io.fasta import InputError
+    from msa.io.formats import read_rows
 
-    names = list(rows)
-    text = np.frombuffer(b"".join(rows.values()), dtype=np.uint8)
-    offsets = np.concatenate(([0], np.cumsum([len(rows[n]) for n in names]))).astype(np.int64)
-    columns, width = expand_inserts(text, offsets, str(path))
-    out = np.full((len(names), width), ord("-"), dtype=np.uint8)
-    out[np.repeat(np.arange(len(names)), np.diff(offsets)), columns] = text
-    return {n: out[i].tobytes() for i, n in enumerate(names)}
-
-
-def _read_other(path: str | PathLike[str], in_format: str, keep: set[str] | None) -> dict[str, bytes]:
-    """Rows by name of an alignment in a format Biopython reads (clustal, stockholm, ...)."""
-    from msa.io.formats import read_alignment
-
-    aligned = read_alignment(str(path), in_format)
-    seen: set[str] = set()
-    twice = next((n for n in aligned.names if n in seen or seen.add(n)), None)
-    if twice is not None:
-        raise ValueError(f"{path}: duplicated sequence name {twice!r}")
-    rows = aligned.rows
-    return {n: rows[i].tobytes() for i, n in enumerate(aligned.names) if keep is None or n in keep}
+    rows, columns, width = read_rows(str(path), in_format, _SCORE_CLASS)
+    names = rows.names
+    if len(set(names)) != len(names):
+        seen: set[str] = set()
+        twice = next(i for i, n in enumerate(names) if n in seen or seen.add(n))
+        raise InputError(f"{path}: line {rows.line(twice)}: the name {names[twice]!r} again (rows are matched "
+                         "by name)")
+    n = len(names)
+    if columns is None:
+        return names, rows.text.reshape(n, width)
+    out = np.full((n, width), ord("-"), dtype=np.uint8)
+    out[np.repeat(np.arange(n), np.diff(rows.offsets)), columns] = rows.text
+    return names, out
