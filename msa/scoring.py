@@ -32,6 +32,7 @@ from os import PathLike
 import numpy as np
 
 from msa import interrupts
+from msa.alphabet import lookup
 from msa.io.fasta import ALIGNED_BYTE_CLASS, GAP
 
 #: qscore's gap characters.
@@ -40,10 +41,14 @@ SCORE_GAPS = b"-.~+#"
 #: The readers' byte classes with qscore's gap characters as gaps.
 _SCORE_CLASS = ALIGNED_BYTE_CLASS.copy()
 _SCORE_CLASS[np.frombuffer(SCORE_GAPS, dtype=np.uint8)] = GAP
-_GAP = np.zeros(256, dtype=bool)
-_GAP[np.frombuffer(SCORE_GAPS, dtype=np.uint8)] = True
-_UPPER = np.zeros(256, dtype=bool)
-_UPPER[ord("A") : ord("Z") + 1] = True
+_RESIDUE = np.ones(256, dtype=np.uint8)  # 0/1 tables, looked up by msa.alphabet.lookup and viewed as bool
+_RESIDUE[np.frombuffer(SCORE_GAPS, dtype=np.uint8)] = 0
+_UPPER = np.zeros(256, dtype=np.uint8)
+_UPPER[ord("A") : ord("Z") + 1] = 1
+#: Rows are scored a block of about this many bytes at a time (a checkpoint each).
+BLOCK_BYTES = 1 << 22
+#: Pairs of columns (reference, test) up to this many are counted in a histogram, more by sorting.
+DENSE_PAIRS = 1 << 22
 _FOLD = np.arange(256, dtype=np.uint8)
 _FOLD[ord("a") : ord("z") + 1] -= 32
 
@@ -103,46 +108,62 @@ def _matching(ref: list[str], test: list[str]) -> np.ndarray:
 
 def _score(names: list[str], rmat: np.ndarray, tmat: np.ndarray) -> Score:
     """SP and TC of the test rows ``tmat`` against the reference rows ``rmat`` (row ``i`` of both:
-    the sequence ``names[i]``)."""
-    rres = ~_GAP[rmat]
-    tres = ~_GAP[tmat]
-    rrow, rcol = np.nonzero(rres)  # row-major: residues of each row in order
-    trow, tcol = np.nonzero(tres)
+    the sequence ``names[i]``), a block of rows at a time (a checkpoint each).
+
+    Each upper-case reference residue gives a key (its reference column, its test column) when
+    its test letter is upper case too: correct pairs are pairs of equal keys, and a reference
+    column is correct when all of its residues gave a key and all their keys are one."""
+    n, rw = rmat.shape
+    tw = tmat.shape[1]
+    dense = rw * tw <= DENSE_PAIRS  # the keys counted in a histogram, else sorted
+    hist = np.zeros(rw * tw if dense else 0, dtype=np.int64)
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    k = np.zeros(rw, dtype=np.int64)  # upper-case reference residues of each column
+    wrong = np.zeros(rw, dtype=np.int64)  # those of them whose test letter is not upper case
+    seen_upper = np.zeros(rw, dtype=bool)
+    step = max(1, BLOCK_BYTES // max(rw, tw, 1))
+    for lo in range(0, n, step):
+        interrupts.check()
+        r, t = rmat[lo : lo + step], tmat[lo : lo + step]
+        rres, tres = lookup(_RESIDUE, r).view(bool), lookup(_RESIDUE, t).view(bool)
+        rlen, tlen = rres.sum(axis=1), tres.sum(axis=1)
+        bad = np.flatnonzero(rlen != tlen)
+        if bad.size:
+            i = bad[0]
+            raise ValueError(f"sequence {names[lo + i]!r}: {tlen[i]} residues in test, {rlen[i]} in reference")
+        rcol = np.nonzero(rres)[1]  # row-major: residues of each row in order
+        tcol = np.nonzero(tres)[1]
+        rch, tch = r[rres], t[tres]
+        diff = np.flatnonzero(lookup(_FOLD, rch) != lookup(_FOLD, tch))
+        if diff.size:
+            d = diff[0]
+            row = lo + int(np.searchsorted(np.cumsum(rlen), d, side="right"))
+            raise ValueError(f"sequence {names[row]!r} differs between test and reference: "
+                             f"{chr(rch[d])!r} vs {chr(tch[d])!r} (reference column {rcol[d]})")
+        upper = lookup(_UPPER, r).view(bool)
+        _check_mixed_case(upper, rres & ~upper, seen_upper)
+        up = lookup(_UPPER, rch).view(bool)
+        col = rcol[up]
+        ok = lookup(_UPPER, tch[up]).view(bool)
+        k += np.bincount(col, minlength=rw)
+        wrong += np.bincount(col[~ok], minlength=rw)
+        key = col[ok] * tw + tcol[up][ok]
+        if dense:
+            hist += np.bincount(key, minlength=rw * tw)
+        else:
+            found.append(np.unique(key, return_counts=True))
     interrupts.check()
-    rlen = rres.sum(axis=1)
-    tlen = tres.sum(axis=1)
-    bad = np.flatnonzero(rlen != tlen)
-    if bad.size:
-        i = bad[0]
-        raise ValueError(f"sequence {names[i]!r}: {tlen[i]} residues in test, {rlen[i]} in reference")
-    rch = rmat[rrow, rcol]
-    tch = tmat[trow, tcol]
-    diff = np.flatnonzero(_FOLD[rch] != _FOLD[tch])
-    if diff.size:
-        k = diff[0]
-        raise ValueError(f"sequence {names[rrow[k]]!r} differs between test and reference: "
-                         f"{chr(rch[k])!r} vs {chr(tch[k])!r} (reference column {rcol[k]})")
-    interrupts.check()
-    up = _UPPER[rch]
-    _check_mixed_case(rrow, rcol, up, rmat.shape[1])
-    col = rcol[up]
-    ok = _UPPER[tch[up]]
-    width = np.int64(tmat.shape[1])
-    k = np.bincount(col, minlength=rmat.shape[1]).astype(np.int64)
+    if dense:
+        keys = np.flatnonzero(hist)
+        same = hist[keys]
+    else:
+        keys, same = _merged(found)
     ref_pairs = int((k * (k - 1) // 2).sum())
-    _, same = np.unique(col[ok].astype(np.int64) * width + tcol[up][ok], return_counts=True)
-    interrupts.check()
-    correct_pairs = int((same.astype(np.int64) * (same - 1) // 2).sum())
-    # A column is correct when its k upper residues are all upper in the test and
-    # share one test column: min == max test column over the column, no lower case.
-    tc_of = np.where(ok, tcol[up], -1).astype(np.int64)
-    lo = np.full(rmat.shape[1], np.iinfo(np.int64).max)
-    hi = np.full(rmat.shape[1], -2, dtype=np.int64)
-    np.minimum.at(lo, col, tc_of)
-    np.maximum.at(hi, col, tc_of)
+    correct_pairs = int((same * (same - 1) // 2).sum())
     aligned = k > 1
+    one_column = np.bincount(keys // tw, minlength=rw) == 1
     columns = int(aligned.sum())
-    correct_columns = int((aligned & (lo == hi) & (lo >= 0)).sum())
+    correct_columns = int((aligned & (wrong == 0) & one_column).sum())
     return Score(
         sp=correct_pairs / ref_pairs if ref_pairs else 0.0,
         tc=correct_columns / columns if columns else 0.0,
@@ -153,13 +174,30 @@ def _score(names: list[str], rmat: np.ndarray, tmat: np.ndarray) -> Score:
     )
 
 
-def _check_mixed_case(rrow: np.ndarray, rcol: np.ndarray, up: np.ndarray, width: int) -> None:
-    """Reject a reference column where a non-upper residue follows an upper one, as qscore does."""
-    first_up = np.full(width, np.iinfo(np.int64).max)
-    np.minimum.at(first_up, rcol[up], rrow[up].astype(np.int64))
-    late = ~up & (rrow > first_up[rcol])
+def _merged(found: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys of the blocks' ``(keys, counts)`` and their total counts."""
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    keys = np.concatenate([f[0] for f in found])
+    counts = np.concatenate([f[1] for f in found]).astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts[order]
+    first = np.flatnonzero(np.append(True, keys[1:] != keys[:-1]))
+    return keys[first], np.add.reduceat(counts, first)
+
+
+def _check_mixed_case(upper: np.ndarray, other: np.ndarray, seen_upper: np.ndarray) -> None:
+    """Reject a reference column where a residue that is not upper case comes after an upper-case
+    one (in row order), as qscore does. ``upper``, ``other``: a block of rows' masks; ``seen_upper``:
+    the columns with an upper-case residue in the blocks before (updated)."""
+    rows = len(upper)
+    any_upper, any_other = upper.any(axis=0), other.any(axis=0)
+    first_upper = np.argmax(upper, axis=0)
+    last_other = rows - 1 - np.argmax(other[::-1], axis=0)
+    late = any_other & (seen_upper | (any_upper & (last_other > first_upper)))
     if late.any():
-        raise ValueError(f"reference column {int(rcol[late][0])} has both upper- and lower-case letters")
+        raise ValueError(f"reference column {int(np.flatnonzero(late)[0])} has both upper- and lower-case letters")
+    seen_upper |= any_upper
 
 
 def score_files(
