@@ -153,7 +153,7 @@ def _clustal(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray) -
         raise where.error(bad[0], "not a line of Clustal (a name, the residues and at most a count)")
     ns, ne = lines.word(rows, 0)
     ps, pe = lines.word(rows, 1)
-    return _interleaved(buf, where, table, rows, _runs(rows), ps, pe, ns, ne)
+    return _interleaved(buf, lines, where, table, rows, _runs(rows), ps, pe, ns, ne)
 
 
 def _stockholm(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray) -> Table:
@@ -181,7 +181,7 @@ def _stockholm(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray)
     kept = np.flatnonzero(~note)
     ns, ne = lines.word(rows, 0)
     ps, pe = lines.word(rows, 1)
-    result = _interleaved(buf, where, table, rows, _runs(np.searchsorted(kept, rows)), ps, pe, ns, ne)
+    result = _interleaved(buf, lines, where, table, rows, _runs(np.searchsorted(kept, rows)), ps, pe, ns, ne)
     if len(set(result.names)) != len(result.names):
         seen: set[str] = set()
         twice = next(i for i, name in enumerate(result.names) if name in seen or seen.add(name))
@@ -193,13 +193,20 @@ def _stockholm(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray)
 
 def _descriptions(buf: np.ndarray, lines: _Lines, notes: np.ndarray, names: list[str]) -> list[str]:
     """Each row's description: its name, then the text of its ``#=GS name DE`` lines."""
-    notes = notes[lines.count[notes] >= 4]
-    rest: dict[str, list[str]] = {}
-    for text in _strings(buf, lines.start[notes], lines.end[notes]):
-        tag, name, field, *value = text.split(None, 3)
-        if tag == "#=GS" and field == "DE" and value:
-            rest.setdefault(name, []).append(value[0].strip())
-    return [f"{name} {' '.join(rest[name])}" if name in rest else name for name in names]
+    notes = notes[(lines.count[notes] >= 4) & (lines.end[notes] - lines.start[notes] > 4)]
+    tag = buf[lines.start[notes, None] + np.arange(5)]
+    fs, fe = lines.word(notes, 2)
+    de = notes[(tag == np.frombuffer(b"#=GS ", np.uint8)).all(axis=1) & (fe - fs == 2) & (buf[fs] == ord("D"))
+               & (buf[fs + 1] == ord("E"))]
+    who = _strings(buf, *lines.word(de, 1))
+    text = [t.strip() for t in _strings(buf, lines.word(de, 3)[0], lines.end[de])]
+    rest = dict(zip(who, text))
+    if len(rest) < len(who):  # several DE lines of a name: joined
+        joined: dict[str, list[str]] = {}
+        for name, value in zip(who, text):
+            joined.setdefault(name, []).append(value)
+        rest = {name: " ".join(values) for name, values in joined.items()}
+    return [f"{name} {rest[name]}" if name in rest else name for name in names]
 
 
 def _phylip(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray, relaxed: bool) -> Table:
@@ -232,9 +239,9 @@ def _phylip(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray, re
     ps[np.searchsorted(rows, named)] = ne
     interrupts.check()
     if sequential:
-        result = _sequential(buf, where, table, rows, ps, pe, names, per_row)
+        result = _sequential(buf, lines, where, table, rows, ps, pe, names, per_row)
     else:
-        result = _interleaved(buf, where, table, rows, block, ps, pe, None, None, names)
+        result = _interleaved(buf, lines, where, table, rows, block, ps, pe, None, None, names)
     got = int(result.offsets[1]) if n else 0
     if got != width:
         raise where.error(rows[0] if len(rows) else title,
@@ -262,8 +269,8 @@ def _runs(at: np.ndarray) -> np.ndarray:
     return np.cumsum(new) - 1
 
 
-def _interleaved(buf: np.ndarray, where: _Where, table: np.ndarray, rows: np.ndarray, block: np.ndarray,
-                 ps: np.ndarray, pe: np.ndarray, ns: np.ndarray | None, ne: np.ndarray | None,
+def _interleaved(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray, rows: np.ndarray,
+                 block: np.ndarray, ps: np.ndarray, pe: np.ndarray, ns: np.ndarray | None, ne: np.ndarray | None,
                  names: list[str] | None = None) -> Table:
     """Rows from blocks of pieces (line ``rows[k]`` holds piece ``ps[k]:pe[k]``, in block ``block[k]``;
     every block has a line per row, in order). Names are the first block's ``ns:ne`` (then every
@@ -282,17 +289,14 @@ def _interleaved(buf: np.ndarray, where: _Where, table: np.ndarray, rows: np.nda
         names = _strings(buf, ns[:n], ne[:n])
         _same_names(buf, where, rows, ns, ne, n, names)
     assert names is not None
-    counts, present, kept = _pieces(buf, where, table, rows, ps, pe)
-    counts = counts.reshape(blocks, n)
+    counts = _columns(lines, ps, pe).reshape(blocks, n)
     uneven = np.flatnonzero((counts != counts[:, :1]).any(axis=1))
     if len(uneven):
         b = int(uneven[0])
         k = int(np.flatnonzero(counts[b] != counts[b, 0])[0])
         raise where.error(rows[b * n + k], f"{counts[b, k]} columns where the block's first row "
                           f"(line {rows[b * n] + 1}) has {counts[b, 0]}: rows of unequal width")
-    _no_residues(where, rows[:n], (present.reshape(blocks, n) & RESIDUE).any(axis=0), names)
-    flat = _gather(buf, kept, ps, pe)
-    interrupts.check()
+    flat = _gather(buf, lines, where, table, ps, pe)
     widths = counts[:, 0]
     width = int(widths.sum())
     if blocks == 1:
@@ -307,62 +311,74 @@ def _interleaved(buf: np.ndarray, where: _Where, table: np.ndarray, rows: np.nda
             at, col = at + k * n * w, col + k * w
             interrupts.check()
         text = matrix.reshape(-1)
-    offsets = np.arange(n + 1, dtype=np.int64) * width
-    first_lines = rows[:n] + 1
-    return Table(names, list(names), text, offsets, lambda i: int(first_lines[i]))
+    return _table(where, table, names, text, np.full(n, width), rows[:n])
 
 
-def _sequential(buf: np.ndarray, where: _Where, table: np.ndarray, rows: np.ndarray, ps: np.ndarray,
-                pe: np.ndarray, names: list[str], per_row: int) -> Table:
+def _sequential(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray, rows: np.ndarray,
+                ps: np.ndarray, pe: np.ndarray, names: list[str], per_row: int) -> Table:
     """Rows of ``per_row`` consecutive lines each (sequential PHYLIP)."""
     n = len(names)
-    counts, present, kept = _pieces(buf, where, table, rows, ps, pe)
-    lengths = counts.reshape(n, per_row).sum(axis=1)
+    lengths = _columns(lines, ps, pe).reshape(n, per_row).sum(axis=1)
     uneven = np.flatnonzero(lengths != lengths[0])
     if len(uneven):
         i = int(uneven[0])
         raise where.error(rows[i * per_row], f"a row of {lengths[i]} columns where the first has {lengths[0]}: "
                           "rows of unequal width")
-    _no_residues(where, rows[::per_row], (present.reshape(n, per_row) & RESIDUE).any(axis=1), names)
-    offsets = np.zeros(n + 1, dtype=np.int64)
+    return _table(where, table, names, _gather(buf, lines, where, table, ps, pe), lengths, rows[::per_row])
+
+
+def _table(where: _Where, table: np.ndarray, names: list[str], text: np.ndarray, lengths: np.ndarray,
+           first: np.ndarray) -> Table:
+    """The Table of rows of ``lengths`` bytes of ``text``, starting on lines ``first``; a row of
+    gaps only is an error."""
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    first_lines = rows[::per_row] + 1
-    return Table(names, list(names), _gather(buf, kept, ps, pe), offsets, lambda i: int(first_lines[i]))
-
-
-def _pieces(buf: np.ndarray, where: _Where, table: np.ndarray, rows: np.ndarray, ps: np.ndarray,
-            pe: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The columns (residues and gaps) of each piece, the classes in it (OR-ed), and which bytes of
-    ``buf`` are residues or gaps; a byte in a piece that is neither, nor a blank, is an error
-    naming its line."""
-    cls = lookup(table, buf)
+    residue = lookup(table, text) & RESIDUE
+    if len(text) == len(names) * int(lengths[0]):  # rows of one width: a matrix
+        has = residue.reshape(len(names), -1).any(axis=1) if len(text) else np.zeros(len(names), bool)
+    else:
+        has = np.bitwise_or.reduceat(residue, offsets[:-1]) > 0
+    if not has.all():
+        i = int(np.flatnonzero(~has)[0])
+        raise where.error(first[i], f"the row {names[i]!r} has no residues")
     interrupts.check()
-    bounds = np.empty(2 * len(ps), dtype=np.int64)
-    bounds[0::2], bounds[1::2] = ps, pe
-    padded = np.append(cls, np.uint8(0))  # reduceat needs every bound inside
-    empty = pe <= ps
-    present = np.bitwise_or.reduceat(padded, bounds)[0::2]
-    present[empty] = 0
-    if np.any(present & BAD):
-        k = int(np.flatnonzero(present & BAD)[0])
-        pos = int(ps[k] + np.flatnonzero(cls[ps[k] : pe[k]] == BAD)[0])
-        raise where.error(rows[k], f"{describe_byte(int(buf[pos]))}, which is not a residue letter or a gap")
-    kept = (padded & _KEPT) != 0
-    counts = np.add.reduceat(kept.view(np.uint8), bounds, dtype=np.int64)[0::2]
-    counts[empty] = 0
-    interrupts.check()
-    return counts, present, kept[:-1]
+    return Table(names, list(names), text, offsets, lambda i: int(first[i]) + 1)
 
 
-def _gather(buf: np.ndarray, kept: np.ndarray, ps: np.ndarray, pe: np.ndarray) -> np.ndarray:
-    """The residues and gaps (``kept``) of every piece, in file order: one mask of the input (the
-    pieces lie on lines of their own, so no two start or end at one byte)."""
+def _columns(lines: _Lines, ps: np.ndarray, pe: np.ndarray) -> np.ndarray:
+    """The bytes of each piece ``ps[k]:pe[k]`` that are not blanks (its columns, once any other
+    byte is known to be a residue or a gap), from the words' lengths: the words that end inside
+    it, less the part of the first before ``ps`` (strict PHYLIP's name may run into the row)."""
+    ws, we = lines.ws, lines.we
+    lengths = np.zeros(len(ws) + 1, dtype=np.int64)
+    np.cumsum(we - ws, out=lengths[1:])
+    a = np.searchsorted(we, ps, side="right")  # the first word that ends after ps
+    b = np.searchsorted(ws, pe, side="left")  # the words that start before pe
+    inside = np.maximum(b - a, 0)
+    counts = np.where(inside > 0, lengths[np.maximum(b, a)] - lengths[a], 0)
+    cut = np.where(inside > 0, np.maximum(ps - ws[np.minimum(a, len(ws) - 1)], 0), 0)
+    return counts - cut
+
+
+def _gather(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray, ps: np.ndarray,
+            pe: np.ndarray) -> np.ndarray:
+    """The residues and gaps of every piece, in file order, through one mask of the input (the
+    pieces lie on lines of their own, so no two start or end at one byte); a byte in a piece
+    that is neither, nor a blank, is an error naming its line."""
     mark = np.zeros(len(buf) + 1, dtype=np.int8)
     mark[ps] += 1
     mark[pe] -= 1
     inside = np.cumsum(mark[:-1], dtype=np.int8).view(bool)
-    inside &= kept
-    return buf[inside]
+    del mark
+    interrupts.check()
+    cls = lookup(table, buf)
+    cls[~inside] = 0
+    if (np.bitwise_or.reduce(cls) if len(cls) else 0) & BAD:
+        pos = int(np.flatnonzero(cls == BAD)[0])
+        line = int(np.searchsorted(lines.start, pos, side="right")) - 1
+        raise where.error(line, f"{describe_byte(int(buf[pos]))}, which is not a residue letter or a gap")
+    interrupts.check()
+    return buf[(cls & _KEPT) != 0]
 
 
 def _same_names(buf: np.ndarray, where: _Where, rows: np.ndarray, ns: np.ndarray, ne: np.ndarray, n: int,
@@ -379,12 +395,6 @@ def _same_names(buf: np.ndarray, where: _Where, rows: np.ndarray, ns: np.ndarray
         got = _strings(buf, ns[b * n : (b + 1) * n], ne[b * n : (b + 1) * n])
         k = next(k for k in range(n) if got[k] != names[k])
         raise where.error(rows[b * n + k], f"the name {got[k]!r} where the first block has {names[k]!r}")
-
-
-def _no_residues(where: _Where, lines: np.ndarray, has: np.ndarray, names: list[str]) -> None:
-    if not has.all():
-        i = int(np.flatnonzero(~has)[0])
-        raise where.error(lines[i], f"the row {names[i]!r} has no residues")
 
 
 def _strings(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[str]:
