@@ -239,5 +239,7 @@ def _read(path: str | PathLike[str], in_format: str = "auto") -> tuple[list[str]
     if columns is None:
         return names, rows.text.reshape(n, width)
     out = np.full((n, width), ord("-"), dtype=np.uint8)
-    out[np.repeat(np.arange(n), np.diff(rows.offsets)), columns] = rows.text
+    at = np.repeat(np.arange(n, dtype=np.int64) * width, np.diff(rows.offsets))
+    at += columns
+    out.reshape(-1)[at] = rows.text
     return names, out

@@ -139,28 +139,35 @@ def _position(out: BinaryIO) -> int | None:
 
 
 def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input",
-                   line: Callable[[int], int] | None = None) -> tuple[np.ndarray, int]:
+                   line: Callable[[int], int] | None = None) -> tuple[np.ndarray | None, int]:
     """The column of every byte of A2M/A3M rows (``text[offsets[i]:offsets[i+1]]``) once inserts are columns.
 
     Match states are upper-case letters, ``*`` and ``-``; insert states lower-case
     letters and ``.``. Every row must have the same number of match states.
     Returns ``(columns, width)``; gap bytes get a column too (the caller drops them).
-    ``line(i)``: the line of row ``i``, for the error.
+    ``columns`` is None where every byte's column is its place in its row (A2M whose rows
+    all have their inserts in the same places). ``line(i)``: the line of row ``i``, for the error.
+
+    Only the insert bytes get positions of their own: the ``k``-th match byte of the text is
+    match state ``k % width`` of its row.
 
     Raises:
         InputError: rows with different numbers of match states.
     """
     from msa.alignment import insert_columns
+    from msa.alphabet import lookup
     from msa.io.fasta import InputError
 
     n = len(offsets) - 1
-    row = np.repeat(np.arange(n), np.diff(offsets))
-    insert = ((text >= ord("a")) & (text <= ord("z"))) | (text == ord("."))
-    match = ~insert
-    before = np.cumsum(match) - match  # match states before each byte, over all rows
-    match_cum = np.concatenate(([0], np.cumsum(match, dtype=np.int64)))
-    row_first = match_cum[offsets[:-1]]
-    per_row = match_cum[offsets[1:]] - match_cum[offsets[:-1]]  # empty rows too (reduceat cannot)
+    lengths = np.diff(offsets)
+    insert = lookup(_INSERT, text).view(bool)
+    if n and np.all(lengths == lengths[0]) and (insert.reshape(n, -1) == insert[: lengths[0]]).all():
+        return None, int(lengths[0])  # inserts in the same columns of every row: aligned as they are
+    ins = np.flatnonzero(insert)
+    interrupts.check()
+    ins_row = np.searchsorted(offsets, ins, side="right") - 1
+    first_ins = np.searchsorted(ins, offsets)  # inserts before each row's start
+    per_row = lengths - np.diff(first_ins)  # match states of each row
     if n and np.any(per_row != per_row[0]):
         bad = int(np.flatnonzero(per_row != per_row[0])[0])
         where = f"line {line(bad)}: " if line is not None else ""
@@ -169,18 +176,24 @@ def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input",
             f"row 1 has {per_row[0]}"
         )
     width = int(per_row[0]) if n else 0
-    index = before - row_first[row]  # match state of a match byte; slot of an insert byte
-    ins = np.flatnonzero(insert)
-    key = row[ins] * (width + 1) + index[ins]
+    rank_in_row = np.arange(len(ins)) - first_ins[ins_row]  # inserts before it in its row
+    slot = ins - offsets[ins_row] - rank_in_row  # match states before it in its row
     new_run = np.ones(len(ins), dtype=bool)
-    new_run[1:] = (key[1:] != key[:-1]) | (ins[1:] != ins[:-1] + 1)
+    new_run[1:] = (ins_row[1:] != ins_row[:-1]) | (slot[1:] != slot[:-1]) | (ins[1:] != ins[:-1] + 1)
     run_start = np.maximum.accumulate(np.where(new_run, np.arange(len(ins)), 0))
     rank = np.arange(len(ins)) - run_start
-    old, new, total = insert_columns(width, np.arange(width), index[ins], rank)
+    old, new, total = insert_columns(width, np.arange(width), slot, rank)
+    interrupts.check()
     columns = np.empty(len(text), dtype=np.int64)
-    columns[match] = old[index[match]]
+    columns[~insert] = np.tile(old, n)
     columns[ins] = new
     return columns, total
+
+
+#: A2M/A3M insert states: lower-case letters and ``.`` (1), as a lookup table.
+_INSERT = np.zeros(256, dtype=np.uint8)
+_INSERT[ord("a") : ord("z") + 1] = 1
+_INSERT[ord(".")] = 1
 
 
 def read_alignment(source: str, in_format: str = "auto"):
