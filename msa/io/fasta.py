@@ -102,12 +102,12 @@ class InputError(ValueError):
     """The input is not a usable set of protein sequences; the message says why and where."""
 
 
-def read_input(source: str | os.PathLike[str], limit: int | None = None) -> bytes | bytearray:
+def read_input(source: str | os.PathLike[str], limit: int | None = None, kind: str = "FASTA") -> bytes | bytearray:
     """The raw bytes of a path, or of stdin for ``-``, decompressed when gzipped.
 
     Read a chunk at a time (gzip streamed: never whole in memory, compressed and not),
     at most ``limit`` bytes of text (:func:`input_limit` by default); binary data
-    (``/dev/zero``) are refused on their first chunk. A read or an open that waits (a FIFO,
+    (``/dev/zero``) are refused on their first chunk, as not ``kind`` (the format expected). A read or an open that waits (a FIFO,
     a pipe) gives way to SIGINT and SIGTERM.
 
     Raises:
@@ -143,7 +143,7 @@ def read_input(source: str | os.PathLike[str], limit: int | None = None) -> byte
                 if len(data) > limit:
                     raise _too_large(label, limit)
                 if not probed and len(data) >= _PROBE_BYTES:  # binary data fail here, not at the limit
-                    _check_text(data, label)
+                    _check_text(data, label, kind)
                     probed = True
                 if not pending:
                     pending = _read_chunk(fh)

@@ -27,7 +27,7 @@ import numpy as np
 from msa import __version__, interrupts
 from msa.io.fasta import LINE_WIDTH, fasta_size, write_fasta
 from msa.io.output import check_space, needing, regular_file
-from msa.io.readers import BLOCK_FORMATS, Table, parse_alignment
+from msa.io.readers import BLOCK_FORMATS, FORMAT_NAMES, Table, parse_alignment
 from msa.io import writers
 from msa.io.writers import Rows
 from msa.params import FORMATS, OutputFormat  # defined with the other choices (the CLI's, without NumPy)
@@ -233,7 +233,8 @@ def read_rows(source: str, in_format: str = "auto", table: np.ndarray | None = N
     if fmt not in NATIVE_IN_FORMATS:
         rows = _read_with_biopython(source, fmt, label)
     else:
-        rows = parse_alignment(read_input(source), fmt, label, ALIGNED_BYTE_CLASS if table is None else table)
+        kind = FORMAT_NAMES.get(fmt, "FASTA")
+        rows = parse_alignment(read_input(source, kind=kind), fmt, label, ALIGNED_BYTE_CLASS if table is None else table)
     text, offsets = rows.text, rows.offsets
     lengths = np.diff(offsets)
     if fmt == "fasta" and np.any(lengths != lengths[0]):

@@ -36,6 +36,9 @@ from msa.seqdb import _ranges
 
 #: The formats read here (the FASTA family is parsed by msa.io.fasta).
 BLOCK_FORMATS = ("clustal", "stockholm", "phylip", "phylip-relaxed")
+#: Each format as error messages name it.
+FORMAT_NAMES = {"fasta": "FASTA", "a2m": "A2M", "a3m": "A3M", "clustal": "Clustal", "stockholm": "Stockholm",
+                "phylip": "PHYLIP", "phylip-relaxed": "relaxed PHYLIP"}
 #: The first word of a Clustal file's title line (Clustal, MUSCLE and others write their name).
 CLUSTAL_TITLES = (b"CLUSTAL", b"MUSCLE", b"PROBCONS", b"MSAPROBS", b"Kalign")
 #: Strict PHYLIP's name width, in characters.
@@ -76,7 +79,7 @@ def parse_alignment(data: bytes | bytearray, fmt: str, label: str = "input",
         return Table(names, descriptions, text, offsets, lambda i: record_line(data, i))
     if fmt not in BLOCK_FORMATS:
         raise ValueError(f"no native reader of {fmt!r}")
-    kind = {"clustal": "Clustal", "stockholm": "Stockholm", "phylip": "PHYLIP"}.get(fmt, "relaxed PHYLIP")
+    kind = FORMAT_NAMES[fmt]
     buf = text_buffer(data, label, kind)
     lines = _Lines(buf)
     interrupts.check()

@@ -168,3 +168,9 @@ def test_bad_input_to_every_command_is_one_line_and_writes_nothing(run_msa, tmp_
         lines = done.stderr.decode().splitlines()
         assert done.returncode == 1 and lines == [f"msa: error: bad.aln: {message}" + lines[0].split(message, 1)[1]], lines
         assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.aln", "new.fa", "ok.fa"]
+
+
+def test_a_large_binary_file_is_refused_on_its_first_chunk_as_not_the_format(tmp_path: Path) -> None:
+    (tmp_path / "x.aln").write_bytes(b"CLUSTAL\n\n" + bytes(2 << 20))
+    with pytest.raises(InputError, match=r"x.aln: binary data, not Clustal \(byte 0x00 on line 3\)"):
+        read_alignment(str(tmp_path / "x.aln"), "clustal")
