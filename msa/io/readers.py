@@ -45,8 +45,8 @@ CLUSTAL_TITLES = (b"CLUSTAL", b"MUSCLE", b"PROBCONS", b"MSAPROBS", b"Kalign")
 PHYLIP_NAME = 10
 
 _NL, _CR, _HASH = 10, 13, ord("#")
-_BLANK = np.zeros(256, dtype=bool)
-_BLANK[np.frombuffer(b" \t\n\r\v\f", dtype=np.uint8)] = True
+_BLANK = np.zeros(256, dtype=np.uint8)  # 0/1: looked up by msa.alphabet.lookup, viewed as bool
+_BLANK[np.frombuffer(b" \t\n\r\v\f", dtype=np.uint8)] = 1
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
 _KEPT = RESIDUE | GAP
@@ -84,10 +84,10 @@ def parse_alignment(data: bytes | bytearray, fmt: str, label: str = "input",
     lines = _Lines(buf)
     interrupts.check()
     if fmt == "clustal":
-        return _clustal(buf, lines, _Where(label, kind, lines), table)
+        return _clustal(buf, lines, _Where(label, kind), table)
     if fmt == "stockholm":
-        return _stockholm(buf, lines, _Where(label, kind, lines), table)
-    return _phylip(buf, lines, _Where(label, kind, lines), table, relaxed=fmt == "phylip-relaxed")
+        return _stockholm(buf, lines, _Where(label, kind), table)
+    return _phylip(buf, lines, _Where(label, kind), table, relaxed=fmt == "phylip-relaxed")
 
 
 class _Lines:
@@ -103,7 +103,7 @@ class _Lines:
         end -= (end > start) & (buf[np.maximum(end - 1, 0)] == _CR)
         self.start, self.end = start, end
         blank = np.ones(len(buf) + 2, dtype=bool)
-        blank[1:-1] = _BLANK[buf]
+        blank[1:-1] = lookup(_BLANK, buf).view(bool)
         self.ws = np.flatnonzero(blank[:-2] & ~blank[1:-1])  # a word's first byte
         self.we = np.flatnonzero(~blank[1:-1] & blank[2:]) + 1  # one past its last
         self.first = np.searchsorted(self.ws, start)
@@ -127,11 +127,10 @@ class _Lines:
 
 @dataclass
 class _Where:
-    """What an error message names: the input, its format, and the lines."""
+    """What an error message names: the input and its format."""
 
     label: str
     kind: str
-    lines: _Lines
 
     def error(self, line: int, text: str) -> InputError:
         """``label: line N: text`` (``line``: 0-based)."""
@@ -144,7 +143,7 @@ def _clustal(buf: np.ndarray, lines: _Lines, where: _Where, table: np.ndarray) -
     title = lines.title()
     if title is None or not bytes(buf[lines.start[title] : lines.end[title]]).startswith(CLUSTAL_TITLES):
         raise InputError(f"{where.label}: not Clustal (its first line does not start with CLUSTAL)")
-    rows = np.flatnonzero((np.arange(len(lines)) > title) & ~_BLANK[lines.leading])
+    rows = np.flatnonzero((np.arange(len(lines)) > title) & (_BLANK[lines.leading] == 0))
     counts = lines.count[rows]
     bad = rows[(counts < 2) | (counts > 3)]
     counted = rows[counts == 3]
