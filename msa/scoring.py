@@ -22,7 +22,7 @@ The scores follow Robert Edgar's qscore (``FastQ`` in ``rcedgar/qscore``
 * Empty denominators give 0, as in qscore. Set means are plain means of the
   per-alignment scores.
 
-Everything is whole-array NumPy over the flat residues of the reference rows.
+Everything is whole-array NumPy over the residues of a block of rows at a time.
 """
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ def _read(path: str | PathLike[str], in_format: str = "auto") -> tuple[list[str]
     from msa.io.fasta import InputError
     from msa.io.formats import read_rows
 
-    rows, columns, width = read_rows(str(path), in_format, _SCORE_CLASS)
+    rows, inserts, width = read_rows(str(path), in_format, _SCORE_CLASS)
     names = rows.names
     if len(set(names)) != len(names):
         seen: set[str] = set()
@@ -236,10 +236,4 @@ def _read(path: str | PathLike[str], in_format: str = "auto") -> tuple[list[str]
         raise InputError(f"{path}: line {rows.line(twice)}: the name {names[twice]!r} again (rows are matched "
                          "by name)")
     n = len(names)
-    if columns is None:
-        return names, rows.text.reshape(n, width)
-    out = np.full((n, width), ord("-"), dtype=np.uint8)
-    at = np.repeat(np.arange(n, dtype=np.int64) * width, np.diff(rows.offsets))
-    at += columns
-    out.reshape(-1)[at] = rows.text
-    return names, out
+    return names, rows.text.reshape(n, width) if inserts is None else inserts.matrix(rows.text, n)

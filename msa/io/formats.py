@@ -20,6 +20,7 @@ between their match columns (:func:`msa.alignment.insert_columns`).
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from typing import BinaryIO, Callable, Sequence
 
 import numpy as np
@@ -138,18 +139,44 @@ def _position(out: BinaryIO) -> int | None:
         return None
 
 
+@dataclass
+class Inserts:
+    """Where the bytes of A2M/A3M rows go once inserts are columns: match state ``k`` of every row
+    to column ``old[k]``, insert byte ``ins[j]`` (of row ``row[j]``) to column ``new[j]``, in
+    ``width`` columns. Only the inserts have positions of their own: the ``k``-th match byte of
+    the text is match state ``k % len(old)`` of its row."""
+
+    insert: np.ndarray  # bool, each byte of the text
+    old: np.ndarray
+    ins: np.ndarray
+    row: np.ndarray
+    new: np.ndarray
+    width: int
+
+    def columns(self) -> np.ndarray:
+        """The column of every byte of the text (gaps too)."""
+        columns = np.empty(len(self.insert), dtype=np.int64)
+        columns[~self.insert] = np.tile(self.old, int(np.count_nonzero(~self.insert)) // max(len(self.old), 1))
+        columns[self.ins] = self.new
+        return columns
+
+    def matrix(self, text: np.ndarray, n: int) -> np.ndarray:
+        """The ``(n, width)`` rows, b'-' where a row has no byte."""
+        out = np.full((n, self.width), ord("-"), dtype=np.uint8)
+        out[:, self.old] = text[~self.insert].reshape(n, len(self.old))
+        out.reshape(-1)[self.row * self.width + self.new] = text[self.ins]
+        return out
+
+
 def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input",
-                   line: Callable[[int], int] | None = None) -> tuple[np.ndarray | None, int]:
-    """The column of every byte of A2M/A3M rows (``text[offsets[i]:offsets[i+1]]``) once inserts are columns.
+                   line: Callable[[int], int] | None = None) -> tuple[Inserts | None, int]:
+    """Where the bytes of A2M/A3M rows (``text[offsets[i]:offsets[i+1]]``) go once inserts are
+    columns (:class:`Inserts`), and the width.
 
     Match states are upper-case letters, ``*`` and ``-``; insert states lower-case
-    letters and ``.``. Every row must have the same number of match states.
-    Returns ``(columns, width)``; gap bytes get a column too (the caller drops them).
-    ``columns`` is None where every byte's column is its place in its row (A2M whose rows
-    all have their inserts in the same places). ``line(i)``: the line of row ``i``, for the error.
-
-    Only the insert bytes get positions of their own: the ``k``-th match byte of the text is
-    match state ``k % width`` of its row.
+    letters and ``.``. Every row must have the same number of match states. None in place of
+    the Inserts where every byte's column is its place in its row (A2M whose rows all have
+    their inserts in the same places). ``line(i)``: the line of row ``i``, for the error.
 
     Raises:
         InputError: rows with different numbers of match states.
@@ -184,10 +211,7 @@ def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input",
     rank = np.arange(len(ins)) - run_start
     old, new, total = insert_columns(width, np.arange(width), slot, rank)
     interrupts.check()
-    columns = np.empty(len(text), dtype=np.int64)
-    columns[~insert] = np.tile(old, n)
-    columns[ins] = new
-    return columns, total
+    return Inserts(insert, old, ins, ins_row, new, total), total
 
 
 #: A2M/A3M insert states: lower-case letters and ``.`` (1), as a lookup table.
@@ -210,15 +234,16 @@ def read_alignment(source: str, in_format: str = "auto"):
     """
     from msa.alignment import AlignedRows
 
-    rows, columns, width = read_rows(source, in_format)
+    rows, inserts, width = read_rows(source, in_format)
+    columns = inserts.columns() if inserts is not None else None
     interrupts.check()
     return AlignedRows.from_text(rows.names, rows.descriptions, rows.text, rows.offsets, columns, width)
 
 
-def read_rows(source: str, in_format: str = "auto", table: np.ndarray | None = None) -> tuple[Table, np.ndarray | None, int]:
-    """The rows of an existing alignment as read (:class:`msa.io.readers.Table`), the column of
-    each of their bytes (A2M/A3M, whose inserts become columns; None where a byte's column is its
-    place in its row) and the width. ``table``: the byte classes (msa.io.readers.parse_alignment).
+def read_rows(source: str, in_format: str = "auto", table: np.ndarray | None = None) -> tuple[Table, Inserts | None, int]:
+    """The rows of an existing alignment as read (:class:`msa.io.readers.Table`), where A2M/A3M
+    inserts go as columns (:class:`Inserts`; None where a byte's column is its place in its row)
+    and the width. ``table``: the byte classes (msa.io.readers.parse_alignment).
 
     Raises:
         InputError: see read_alignment.
@@ -248,8 +273,8 @@ def read_rows(source: str, in_format: str = "auto", table: np.ndarray | None = N
         fmt = "a3m"  # lower-case inserts without their gaps: A3M
     interrupts.check()
     if fmt in ("a2m", "a3m"):
-        columns, width = expand_inserts(text, offsets, label, rows.line)
-        return rows, columns, width
+        inserts, width = expand_inserts(text, offsets, label, rows.line)
+        return rows, inserts, width
     return rows, None, int(lengths[0])
 
 

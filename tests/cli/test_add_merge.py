@@ -96,7 +96,7 @@ def test_bad_inputs_are_one_line_and_leave_no_file(run_msa, tmp_path: Path, args
     assert not list(tmp_path.glob(".out.fa.*"))
 
 
-@pytest.mark.parametrize("fmt", ["clustal", "stockholm", "phylip", "phylip-relaxed", "a2m", "a3m"])
+@pytest.mark.parametrize("fmt", ["fasta", "clustal", "stockholm", "phylip", "phylip-relaxed", "a2m", "a3m"])
 def test_add_merge_and_score_read_every_format_msa_writes_gzipped_too(run_msa, tmp_path: Path, fmt: str) -> None:
     """An alignment msa wrote in ``fmt`` (and gzipped) is read back by add, merge and score."""
     import gzip
