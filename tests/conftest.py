@@ -47,7 +47,12 @@ def _gpu_missing_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``gpu`` are skipped where CuPy or a GPU is missing."""
+    """Tests marked ``gpu`` are skipped where CuPy or a GPU is missing; tests marked ``slow`` unless
+    ``-m`` selects them (``pytest -m slow``), so CI's plain ``pytest`` stays short."""
+    if "slow" not in (config.getoption("markexpr", "") or ""):
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason="slow: run with -m slow"))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

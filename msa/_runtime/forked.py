@@ -28,7 +28,7 @@ import threading
 import traceback
 from typing import Callable, Generic, TypeVar
 
-from msa.interrupts import check
+from msa.interrupts import blocking, check
 from msa.progress import NoteRecorder, current
 
 T = TypeVar("T")
@@ -92,7 +92,7 @@ class ForkedCall(Generic[T]):
         Asked for once (a second time, the call would be made again here)."""
         if self._pid is None:
             return self._fn(*self._args)
-        with os.fdopen(self._read_end, "rb") as pipe:
+        with os.fdopen(self._read_end, "rb") as pipe, blocking():  # a signal ends the wait (and the child, on exit)
             message = pipe.read()
         self._reap()
         check()  # a signal that stopped the child stops the run here

@@ -154,6 +154,8 @@ def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_ou
         raise ValueError(f"{len(inputs)} inputs: write one alignment each with -O/--output-dir DIR (-o takes one)")
     if os.path.isdir(inputs[0]):
         raise IsADirectoryError(21, "Is a directory (to align the files in it, give -O/--output-dir DIR)", inputs[0])
+    if output is not None and os.path.isdir(output):
+        raise IsADirectoryError(21, "is a directory; use -O DIR for one output per input", output)
     if gzip_out or skip_existing:
         raise ValueError("--gzip and --skip-existing go with -O/--output-dir (name the -o file .gz to compress it)")
 

@@ -9,6 +9,11 @@ from typing import Annotated
 
 import typer
 
+try:  # typer 0.22 and later carry their own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:
+    from click import exceptions as click_errors
+
 
 app = typer.Typer(
     name="msa",
@@ -35,7 +40,27 @@ def main() -> None:
     chosen = [c for c in app.registered_commands if _command_name(c) == command]
     if chosen:
         app.registered_commands = chosen
-    app(prog_name="msa")
+    try:
+        status = app(prog_name="msa", standalone_mode=False)  # click's errors come here, not to its box
+    except getattr(click_errors, "NoArgsIsHelpError", ()) as exc:  # `msa` alone: the help, as click prints it
+        exc.show()
+        status = exc.exit_code
+    except click_errors.ClickException as exc:
+        status = _usage_error(exc)
+    except typer.Abort:  # EOF at a prompt (msa has none)
+        status = 1
+    sys.exit(status if isinstance(status, int) else 0)
+
+
+def _usage_error(exc: click_errors.ClickException) -> int:
+    """A usage error (an unknown option, a bad value, a missing argument) as one line on stderr,
+    naming the help to read; its exit status (2, the convention of click and GNU tools)."""
+    from msa.run.results import one_line
+
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+    sys.stderr.write(f"msa: error: {one_line(exc.format_message()).rstrip('.')}{hint}\n")
+    return exc.exit_code
 
 
 def _command_name(info: typer.models.CommandInfo) -> str:

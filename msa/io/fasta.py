@@ -102,12 +102,12 @@ class InputError(ValueError):
     """The input is not a usable set of protein sequences; the message says why and where."""
 
 
-def read_input(source: str | os.PathLike[str], limit: int | None = None) -> bytes | bytearray:
+def read_input(source: str | os.PathLike[str], limit: int | None = None, kind: str = "FASTA") -> bytes | bytearray:
     """The raw bytes of a path, or of stdin for ``-``, decompressed when gzipped.
 
     Read a chunk at a time (gzip streamed: never whole in memory, compressed and not),
     at most ``limit`` bytes of text (:func:`input_limit` by default); binary data
-    (``/dev/zero``) are refused on their first chunk. A read or an open that waits (a FIFO,
+    (``/dev/zero``) are refused on their first chunk, as not ``kind`` (the format expected). A read or an open that waits (a FIFO,
     a pipe) gives way to SIGINT and SIGTERM.
 
     Raises:
@@ -143,7 +143,7 @@ def read_input(source: str | os.PathLike[str], limit: int | None = None) -> byte
                 if len(data) > limit:
                     raise _too_large(label, limit)
                 if not probed and len(data) >= _PROBE_BYTES:  # binary data fail here, not at the limit
-                    _check_text(data, label)
+                    _check_text(data, label, kind)
                     probed = True
                 if not pending:
                     pending = _read_chunk(fh)
@@ -272,13 +272,16 @@ def parse_fasta(data: bytes, label: str = "input") -> SeqDB:
     return SeqDB.from_arrays(names, headers, letters, offsets)
 
 
-def parse_aligned_fasta(data: bytes, label: str = "input") -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+def parse_aligned_fasta(
+    data: bytes, label: str = "input", table: np.ndarray | None = None
+) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     r"""Parse aligned FASTA (or A2M/A3M) bytes with their gaps and case kept, in file order.
 
     The same rules as :func:`parse_fasta` (names, headers, blanks, bad bytes,
     records with no residues), except that ``-`` and ``.`` stay in the rows and
     lines starting with ``#`` before the first header (the title line of
-    HH-suite's A3M files) are skipped. Returns ``(names, headers, text, offsets)``:
+    HH-suite's A3M files) are skipped. ``table`` classes the bytes (default:
+    ALIGNED_BYTE_CLASS; the scorer's also takes qscore's gap characters). Returns ``(names, headers, text, offsets)``:
     row ``i`` is ``text[offsets[i]:offsets[i+1]]`` (uint8, gaps included).
 
     Example:
@@ -286,11 +289,11 @@ def parse_aligned_fasta(data: bytes, label: str = "input") -> tuple[list[str], l
         >>> names, text[off[0]:off[1]].tobytes(), text[off[1]:off[2]].tobytes()
         (['a', 'b'], b'MK-v', b'm.KV')
     """
-    return _parse_records(data, label, aligned=True)
+    return _parse_records(data, label, aligned=True, table=table)
 
 
 def _parse_records(
-    data: bytes, label: str, aligned: bool
+    data: bytes, label: str, aligned: bool, table: np.ndarray | None = None
 ) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     """The one FASTA tokenizer: (names, headers, kept bytes, offsets); gaps kept when ``aligned``.
 
@@ -299,16 +302,7 @@ def _parse_records(
     cleared), and the byte classes come from one table lookup. Where a record drops nothing but line ends (the
     common case), its length is arithmetic on its lines; only otherwise are its bytes summed.
     """
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    buf = np.frombuffer(data, dtype=np.uint8)
-    if len(buf) == 0:
-        raise InputError(f"{label}: empty input")
-    _check_text(data, label)
-    if b"\n" not in data and b"\r" in data:  # classic Mac line endings
-        data = data.replace(b"\r", b"\n")
-        buf = np.frombuffer(data, dtype=np.uint8)
-
+    buf = text_buffer(data, label)
     newlines = _positions(buf, _NL)
     line_starts = np.concatenate(([0], newlines + 1))
     line_starts = line_starts[line_starts < len(buf)]
@@ -341,7 +335,7 @@ def _parse_records(
         unnamed = names.index("")
         raise InputError(f"{label}: line {_line_of(buf, int(head_starts[unnamed]))}: header has no name")
 
-    cls = lookup(ALIGNED_BYTE_CLASS if aligned else BYTE_CLASS, buf)
+    cls = lookup(table if table is not None else ALIGNED_BYTE_CLASS if aligned else BYTE_CLASS, buf)
     cls[:first] = NEWLINE  # blank, or title lines: not sequence
     cls[in_header] = NEWLINE
     del in_header
@@ -377,7 +371,31 @@ def _parse_records(
     return names, headers, buf[keep], offsets
 
 
-def _check_text(data: bytes | bytearray, label: str) -> None:
+def text_buffer(data: bytes | bytearray, label: str, kind: str = "FASTA") -> np.ndarray:
+    """The bytes of a text input as uint8, for the readers of every format: a leading UTF-8
+    byte-order mark dropped, classic Mac line ends (CR alone) made newlines.
+
+    Raises:
+        InputError: empty input, or binary data (naming the byte and its line).
+    """
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    if len(data) == 0:
+        raise InputError(f"{label}: empty input")
+    _check_text(data, label, kind)
+    if b"\n" not in data and b"\r" in data:  # classic Mac line endings
+        data = data.replace(b"\r", b"\n")
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def record_line(data: bytes | bytearray, record: int) -> int:
+    """The line of record ``record``'s header (0-based) in FASTA ``data``, for an error message."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    heads = np.flatnonzero((buf == _GT) & np.append(True, buf[:-1] == _NL))
+    return _line_of(buf, int(heads[record])) if record < len(heads) else 0
+
+
+def _check_text(data: bytes | bytearray, label: str, kind: str = "FASTA") -> None:
     """Binary data show themselves in their first _PROBE_BYTES (a leading byte-order mark
     aside): an InputError naming the first control byte that no text file holds."""
     start = len(_BOM) if data.startswith(_BOM) else 0
@@ -386,7 +404,7 @@ def _check_text(data: bytes | bytearray, label: str) -> None:
     if len(binary):
         pos = int(binary[0])
         raise InputError(
-            f"{label}: binary data, not FASTA (byte 0x{buf[pos]:02x} on line {_line_of(buf, pos)})"
+            f"{label}: binary data, not {kind} (byte 0x{buf[pos]:02x} on line {_line_of(buf, pos)})"
         )
 
 

@@ -1,5 +1,6 @@
 """Alignment formats: every output format written natively from the rows; alignments read back
-(``msa add``/``merge``/``score``) as aligned FASTA, A2M/A3M or any Biopython format.
+(``msa add``/``merge``/``score``) natively in every format msa writes (:mod:`msa.io.readers`),
+in any other format through Biopython.
 
 FASTA is the format every run of 10^6 sequences uses, so it is written from
 the residues' columns directly, never as a row matrix; A3M (HH-suite,
@@ -19,13 +20,15 @@ between their match columns (:func:`msa.alignment.insert_columns`).
 from __future__ import annotations
 
 import io
-from typing import BinaryIO, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Sequence
 
 import numpy as np
 
-from msa import __version__
+from msa import __version__, interrupts
 from msa.io.fasta import LINE_WIDTH, fasta_size, write_fasta
 from msa.io.output import check_space, needing, regular_file
+from msa.io.readers import BLOCK_FORMATS, FORMAT_NAMES, Table, parse_alignment
 from msa.io import writers
 from msa.io.writers import Rows
 from msa.params import FORMATS, OutputFormat  # defined with the other choices (the CLI's, without NumPy)
@@ -35,10 +38,11 @@ FORMAT_SUFFIXES: dict[str, str] = {
     "fasta": ".fa", "clustal": ".aln", "stockholm": ".sto", "phylip": ".phy", "phylip-relaxed": ".phy",
     "a2m": ".a2m", "a3m": ".a3m",
 }
-#: Input formats of an existing alignment: ``auto`` (by the file name: .a2m/.a3m, else aligned
-#: FASTA, read as A3M when its rows differ in width and it has lower-case letters), the FASTA
-#: family read natively, or any other name Biopython's ``Bio.Align.read`` knows.
-NATIVE_IN_FORMATS = ("auto", "fasta", "a2m", "a3m")
+#: Input formats of an existing alignment read by msa itself (msa.io.readers): ``auto`` (by the
+#: file name: .a2m/.a3m, else aligned FASTA, read as A3M when its rows differ in width and it has
+#: lower-case letters) and every format msa writes; any other name Biopython's
+#: ``Bio.Align.read`` knows is read by Biopython.
+NATIVE_IN_FORMATS = ("auto", "fasta", "a2m", "a3m", *BLOCK_FORMATS)
 
 
 def write_alignment(
@@ -135,61 +139,116 @@ def _position(out: BinaryIO) -> int | None:
         return None
 
 
-def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input") -> tuple[np.ndarray, int]:
-    """The column of every byte of A2M/A3M rows (``text[offsets[i]:offsets[i+1]]``) once inserts are columns.
+@dataclass
+class Inserts:
+    """Where the bytes of A2M/A3M rows go once inserts are columns: match state ``k`` of every row
+    to column ``old[k]``, insert byte ``ins[j]`` (of row ``row[j]``) to column ``new[j]``, in
+    ``width`` columns. Only the inserts have positions of their own: the ``k``-th match byte of
+    the text is match state ``k % len(old)`` of its row."""
+
+    insert: np.ndarray  # bool, each byte of the text
+    old: np.ndarray
+    ins: np.ndarray
+    row: np.ndarray
+    new: np.ndarray
+    width: int
+
+    def columns(self) -> np.ndarray:
+        """The column of every byte of the text (gaps too)."""
+        columns = np.empty(len(self.insert), dtype=np.int64)
+        columns[~self.insert] = np.tile(self.old, int(np.count_nonzero(~self.insert)) // max(len(self.old), 1))
+        columns[self.ins] = self.new
+        return columns
+
+    def matrix(self, text: np.ndarray, n: int) -> np.ndarray:
+        """The ``(n, width)`` rows, b'-' where a row has no byte."""
+        out = np.full((n, self.width), ord("-"), dtype=np.uint8)
+        out[:, self.old] = text[~self.insert].reshape(n, len(self.old))
+        out.reshape(-1)[self.row * self.width + self.new] = text[self.ins]
+        return out
+
+
+def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input",
+                   line: Callable[[int], int] | None = None) -> tuple[Inserts | None, int]:
+    """Where the bytes of A2M/A3M rows (``text[offsets[i]:offsets[i+1]]``) go once inserts are
+    columns (:class:`Inserts`), and the width.
 
     Match states are upper-case letters, ``*`` and ``-``; insert states lower-case
-    letters and ``.``. Every row must have the same number of match states.
-    Returns ``(columns, width)``; gap bytes get a column too (the caller drops them).
+    letters and ``.``. Every row must have the same number of match states. None in place of
+    the Inserts where every byte's column is its place in its row (A2M whose rows all have
+    their inserts in the same places). ``line(i)``: the line of row ``i``, for the error.
 
     Raises:
         InputError: rows with different numbers of match states.
     """
     from msa.alignment import insert_columns
+    from msa.alphabet import lookup
     from msa.io.fasta import InputError
 
     n = len(offsets) - 1
-    row = np.repeat(np.arange(n), np.diff(offsets))
-    insert = ((text >= ord("a")) & (text <= ord("z"))) | (text == ord("."))
-    match = ~insert
-    before = np.cumsum(match) - match  # match states before each byte, over all rows
-    match_cum = np.concatenate(([0], np.cumsum(match, dtype=np.int64)))
-    row_first = match_cum[offsets[:-1]]
-    per_row = match_cum[offsets[1:]] - match_cum[offsets[:-1]]  # empty rows too (reduceat cannot)
+    lengths = np.diff(offsets)
+    insert = lookup(_INSERT, text).view(bool)
+    if n and np.all(lengths == lengths[0]) and (insert.reshape(n, -1) == insert[: lengths[0]]).all():
+        return None, int(lengths[0])  # inserts in the same columns of every row: aligned as they are
+    ins = np.flatnonzero(insert)
+    interrupts.check()
+    ins_row = np.searchsorted(offsets, ins, side="right") - 1
+    first_ins = np.searchsorted(ins, offsets)  # inserts before each row's start
+    per_row = lengths - np.diff(first_ins)  # match states of each row
     if n and np.any(per_row != per_row[0]):
         bad = int(np.flatnonzero(per_row != per_row[0])[0])
+        where = f"line {line(bad)}: " if line is not None else ""
         raise InputError(
-            f"{label}: not an alignment: row {bad + 1} has {per_row[bad]} match columns (upper case and '-'), "
+            f"{label}: {where}not an alignment: row {bad + 1} has {per_row[bad]} match columns (upper case and '-'), "
             f"row 1 has {per_row[0]}"
         )
     width = int(per_row[0]) if n else 0
-    index = before - row_first[row]  # match state of a match byte; slot of an insert byte
-    ins = np.flatnonzero(insert)
-    key = row[ins] * (width + 1) + index[ins]
+    rank_in_row = np.arange(len(ins)) - first_ins[ins_row]  # inserts before it in its row
+    slot = ins - offsets[ins_row] - rank_in_row  # match states before it in its row
     new_run = np.ones(len(ins), dtype=bool)
-    new_run[1:] = (key[1:] != key[:-1]) | (ins[1:] != ins[:-1] + 1)
+    new_run[1:] = (ins_row[1:] != ins_row[:-1]) | (slot[1:] != slot[:-1]) | (ins[1:] != ins[:-1] + 1)
     run_start = np.maximum.accumulate(np.where(new_run, np.arange(len(ins)), 0))
     rank = np.arange(len(ins)) - run_start
-    old, new, total = insert_columns(width, np.arange(width), index[ins], rank)
-    columns = np.empty(len(text), dtype=np.int64)
-    columns[match] = old[index[match]]
-    columns[ins] = new
-    return columns, total
+    old, new, total = insert_columns(width, np.arange(width), slot, rank)
+    interrupts.check()
+    return Inserts(insert, old, ins, ins_row, new, total), total
+
+
+#: A2M/A3M insert states: lower-case letters and ``.`` (1), as a lookup table.
+_INSERT = np.zeros(256, dtype=np.uint8)
+_INSERT[ord("a") : ord("z") + 1] = 1
+_INSERT[ord(".")] = 1
 
 
 def read_alignment(source: str, in_format: str = "auto"):
-    """An existing alignment (a file or ``-``) as ``msa.alignment.AlignedRows``, rows in file order.
+    """An existing alignment (a file or ``-``, gzipped or not) as ``msa.alignment.AlignedRows``,
+    rows in file order.
 
-    ``in_format``: ``auto``, ``fasta``, ``a2m``, ``a3m`` (see NATIVE_IN_FORMATS) or a
-    Biopython ``Bio.Align`` format name (``clustal``, ``stockholm``, ``phylip``, ...).
-    Case is kept; ``-`` and ``.`` are gaps.
+    ``in_format``: ``auto`` or a format msa writes (see NATIVE_IN_FORMATS), or another
+    Biopython ``Bio.Align`` format name (``nexus``, ``msf``, ...). Case is kept; ``-`` and
+    ``.`` are gaps.
 
     Raises:
         InputError: an empty file, not an alignment (rows of unequal width), a bad
             record, or a file Biopython cannot read in ``in_format``.
     """
     from msa.alignment import AlignedRows
-    from msa.io.fasta import InputError, _label, parse_aligned_fasta, read_input
+
+    rows, inserts, width = read_rows(source, in_format)
+    columns = inserts.columns() if inserts is not None else None
+    interrupts.check()
+    return AlignedRows.from_text(rows.names, rows.descriptions, rows.text, rows.offsets, columns, width)
+
+
+def read_rows(source: str, in_format: str = "auto", table: np.ndarray | None = None) -> tuple[Table, Inserts | None, int]:
+    """The rows of an existing alignment as read (:class:`msa.io.readers.Table`), where A2M/A3M
+    inserts go as columns (:class:`Inserts`; None where a byte's column is its place in its row)
+    and the width. ``table``: the byte classes (msa.io.readers.parse_alignment).
+
+    Raises:
+        InputError: see read_alignment.
+    """
+    from msa.io.fasta import ALIGNED_BYTE_CLASS, InputError, _label, read_input
 
     label = _label(source)
     fmt = in_format
@@ -197,28 +256,30 @@ def read_alignment(source: str, in_format: str = "auto"):
         name = label.lower()[:-3] if label.lower().endswith(".gz") else label.lower()
         fmt = "a3m" if name.endswith((".a3m", ".a2m")) else "fasta"
     if fmt not in NATIVE_IN_FORMATS:
-        names, descriptions, text, offsets = _read_with_biopython(source, fmt, label)
+        rows = _read_with_biopython(source, fmt, label)
     else:
-        names, descriptions, text, offsets = parse_aligned_fasta(read_input(source), label)
+        kind = FORMAT_NAMES.get(fmt, "FASTA")
+        rows = parse_alignment(read_input(source, kind=kind), fmt, label, ALIGNED_BYTE_CLASS if table is None else table)
+    text, offsets = rows.text, rows.offsets
     lengths = np.diff(offsets)
     if fmt == "fasta" and np.any(lengths != lengths[0]):
         lower = (text >= ord("a")) & (text <= ord("z"))
         if not lower.any():
             bad = int(np.flatnonzero(lengths != lengths[0])[0])
             raise InputError(
-                f"{label}: not an alignment: record {names[bad]!r} is {lengths[bad]} columns wide, "
-                f"record {names[0]!r} {lengths[0]}"
+                f"{label}: line {rows.line(bad)}: not an alignment: record {rows.names[bad]!r} is "
+                f"{lengths[bad]} columns wide, record {rows.names[0]!r} {lengths[0]}"
             )
         fmt = "a3m"  # lower-case inserts without their gaps: A3M
+    interrupts.check()
     if fmt in ("a2m", "a3m"):
-        columns, width = expand_inserts(text, offsets, label)
-    else:  # rows of one width: each byte's column is its place in its row
-        columns, width = None, int(lengths[0])
-    return AlignedRows.from_text(names, descriptions, text, offsets, columns, width)
+        inserts, width = expand_inserts(text, offsets, label, rows.line)
+        return rows, inserts, width
+    return rows, None, int(lengths[0])
 
 
-def _read_with_biopython(source: str, fmt: str, label: str):
-    """(names, headers, text, offsets) of an alignment Biopython reads in ``fmt``."""
+def _read_with_biopython(source: str, fmt: str, label: str) -> Table:
+    """The rows of an alignment in a format msa does not write, read by Biopython's ``Bio.Align``."""
     from Bio import Align
 
     from msa.io.fasta import ALIGNED_BYTE_CLASS, BAD, GAP, RESIDUE, InputError, describe_byte, read_input
@@ -227,15 +288,8 @@ def _read_with_biopython(source: str, fmt: str, label: str):
     if not data.strip():
         raise InputError(f"{label}: empty input")
     try:
-        stream = io.StringIO(data.decode("utf-8", "surrogateescape"))
-        if fmt == "phylip-relaxed":  # Bio.Align reads strict PHYLIP only; AlignIO gives records of rows
-            from Bio import AlignIO
-
-            records = list(AlignIO.read(stream, fmt))
-            sequences, gapped = records, [r.seq for r in records]
-        else:
-            alignment = Align.read(stream, fmt)
-            sequences, gapped = alignment.sequences, list(alignment)
+        alignment = Align.read(io.StringIO(data.decode("utf-8", "surrogateescape")), fmt)
+        sequences, gapped = alignment.sequences, list(alignment)
     except Exception as exc:  # Biopython raises many types (ValueError, KeyError, ...) on bad input
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise InputError(f"{label}: cannot read as {fmt}: {text}") from None
@@ -258,4 +312,4 @@ def _read_with_biopython(source: str, fmt: str, label: str):
     if not names or empty:
         raise InputError(f"{label}: " + (f"record {names[empty[0]]!r} has no residues" if names else "no sequences"))
     text[cls == GAP] = ord("-")
-    return names, descriptions, text, offsets
+    return Table(names, descriptions, text, offsets, lambda i: 0)

@@ -63,7 +63,7 @@ def open_output(path: str | os.PathLike[str] | None, gzip_level: int = GZIP_LEVE
         return
     target = Path(path)
     if target.is_dir():
-        raise IsADirectoryError(21, "Is a directory", str(target))
+        raise IsADirectoryError(21, "is a directory; name a file to write", str(target))
     if target.exists() and not target.is_file():  # /dev/null, a named pipe: no file to replace
         with _space_errors(str(target), None, None), OutputWriter(io.FileIO(target, "w")) as raw:
             yield raw

@@ -83,7 +83,7 @@ def test_a3m_alignment_is_read_by_add(run_msa, tmp_path: Path) -> None:
         (["add", "bad.fa", "new.fa"], {"bad.fa": b">x\nMKV\n>y\nMK\n"}, "not an alignment"),
         (["add", "A.fa", "empty.fa"], {"empty.fa": b""}, "empty.fa: empty input"),
         (["add", "A.fa", "gap.fa"], {"gap.fa": b">g\n---\n"}, "record 'g' has no residues"),
-        (["merge", "A.fa", "B.fa", "--in-format", "clustal"], {}, "cannot read as clustal"),
+        (["merge", "A.fa", "B.fa", "--in-format", "clustal"], {}, "A.fa: not Clustal"),
     ],
 )
 def test_bad_inputs_are_one_line_and_leave_no_file(run_msa, tmp_path: Path, args, files, message) -> None:
@@ -94,3 +94,24 @@ def test_bad_inputs_are_one_line_and_leave_no_file(run_msa, tmp_path: Path, args
     assert message in one_line_error(result)
     assert not (tmp_path / "out.fa").exists()
     assert not list(tmp_path.glob(".out.fa.*"))
+
+
+@pytest.mark.parametrize("fmt", ["fasta", "clustal", "stockholm", "phylip", "phylip-relaxed", "a2m", "a3m"])
+def test_add_merge_and_score_read_every_format_msa_writes_gzipped_too(run_msa, tmp_path: Path, fmt: str) -> None:
+    """An alignment msa wrote in ``fmt`` (and gzipped) is read back by add, merge and score."""
+    import gzip
+
+    (tmp_path / "in.fa").write_bytes(b">a one\nMKVLAAGIVG\n>b\nMKVLSAGIVGLL\n>c\nMKILAGIV\n")
+    (tmp_path / "new.fa").write_bytes(b">n\nMKVLAGIV\n")
+    for args in (["-o", "ref.fa"], ["-f", fmt, "-o", "x.aln"]):
+        assert run_msa("align", "in.fa", *args, "--device", "cpu", "-q", cwd=tmp_path).returncode == 0
+    (tmp_path / "x.aln.gz").write_bytes(gzip.compress((tmp_path / "x.aln").read_bytes()))
+    for name in ("x.aln", "x.aln.gz"):
+        scored = run_msa("score", name, "ref.fa", "--in-format", fmt, "--ref-format", "fasta", "--json", cwd=tmp_path)
+        assert scored.returncode == 0, scored.stderr
+        if fmt != "a3m":  # A3M's inserts come back left-justified
+            assert '"sp": 1.0' in scored.stdout.decode()
+        for args in (["add", name, "new.fa"], ["merge", name, name]):
+            done = run_msa(*args, "--in-format", fmt, "--device", "cpu", "-q", cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.count(b">") == (4 if args[0] == "add" else 6)

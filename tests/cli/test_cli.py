@@ -216,7 +216,7 @@ def test_bad_input_is_one_line_and_leaves_no_file(run_msa, tmp_path: Path, case:
     ("args", "message"),
     [
         (["align", "missing.fa"], "missing.fa: No such file or directory"),
-        (["align", "."], "Is a directory"),
+        (["align", "."], "Is a directory (to align the files in it, give -O/--output-dir DIR)"),
         (["align", "ok.fa", "-o", "no/such/dir/out.fa"], "no/such/dir/out.fa: No such file or directory"),
         (["align", "ok.fa", "--tree", "fancy"], "--tree 'fancy'"),
         (["align", "ok.fa", "--tree", "absent.nwk"], "absent.nwk"),
@@ -229,6 +229,35 @@ def test_usage_errors_are_one_line(run_msa, tmp_path: Path, args: list[str], mes
     err = one_line_error(run_msa(*args, cwd=tmp_path))
     assert message in err
     assert os.listdir(tmp_path) == ["ok.fa"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["align", "ok.fa", "--no-such-option"], "No such option: --no-such-option"),
+        (["align", "ok.fa", "--threads", "many"], "Invalid value for '--threads' / '-t'"),
+        (["score", "ok.fa"], "Missing argument 'REF'"),
+        (["realign"], "No such command 'realign'"),
+    ],
+)
+def test_command_line_mistakes_are_one_line_with_exit_2(run_msa, tmp_path: Path, args: list[str], message: str) -> None:
+    """Click's usage errors: one line naming the help, exit 2 (the convention of click and GNU tools)."""
+    (tmp_path / "ok.fa").write_bytes(b">a\nMKV\n>b\nMKLV\n")
+    result = run_msa(*args, cwd=tmp_path)
+    err = one_line_error(result)
+    assert result.returncode == 2
+    assert err.startswith(f"msa: error: {message}") and err.endswith(f" (see 'msa {args[0]} -h')\n".replace(" realign", "")), err
+    assert os.listdir(tmp_path) == ["ok.fa"]
+
+
+@pytest.mark.parametrize("command", ["align", "tree"])
+def test_o_naming_a_directory_names_the_fix(run_msa, tmp_path: Path, command: str) -> None:
+    (tmp_path / "ok.fa").write_bytes(b">a\nMKV\n>b\nMKLV\n")
+    (tmp_path / "out").mkdir()
+    err = one_line_error(run_msa(command, "ok.fa", "-o", "out", cwd=tmp_path))
+    fix = "use -O DIR for one output per input" if command == "align" else "name a file to write"
+    assert err == f"msa: error: out: is a directory; {fix}\n"
+    assert sorted(os.listdir(tmp_path)) == ["ok.fa", "out"] and not os.listdir(tmp_path / "out")
 
 
 def test_version(run_msa, tmp_path: Path) -> None:

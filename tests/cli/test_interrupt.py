@@ -230,3 +230,89 @@ def test_concurrent_runs_to_one_output_leave_one_whole_alignment(shared_dir: Pat
             assert code == 0, err
         assert (tmp_path / "same.fa").read_bytes() in singles.values()
         assert not parts(tmp_path) and not [n for n in os.listdir(tmp_path) if n.startswith(".")]
+
+
+#: The most seconds from a signal to the end of a stopped run.
+LATENCY_S = 1.0
+
+
+def synthetic_alignment(n: int, width: int, seed: int) -> bytes:
+    """Aligned FASTA of ``n`` random protein rows of ``width`` columns, a third of them gaps."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)[rng.integers(0, 20, (n, width))]
+    rows[rng.random((n, width)) < 0.3] = ord("-")
+    rows[:, 0] = ord("M")
+    lines = np.full((n, width + 1), ord("\n"), dtype=np.uint8)
+    lines[:, :width] = rows
+    return b"".join(b">s%d\n%s" % (i, line.tobytes()) for i, line in enumerate(lines))
+
+
+def stop_at_random_moments(args: list[str], folder: Path, output: Path | None, seconds: float, seed: int,
+                           runs: int = 4) -> list[float]:
+    """``msa ARGS`` signalled at seeded random moments of its ``seconds``: each run stopped (130/143,
+    ``msa: interrupted``, no output, no temporary file) within LATENCY_S, or finished whole. The
+    latencies of the stopped runs."""
+    rng = random.Random(seed)
+    latencies = []
+    for k in range(runs):
+        sig = SIGNALS[k % 2]
+        proc = start(*args, cwd=folder)
+        wait_for_handlers(proc)
+        time.sleep(rng.uniform(0.1, 0.8) * seconds)
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        code, err = finish(proc)
+        assert "Traceback" not in err and not parts(folder), err
+        if code == 0:
+            continue
+        latencies.append(time.monotonic() - sent)
+        assert code == 128 + sig and err == "msa: interrupted\n", (code, err)
+        assert output is None or not output.exists()
+    assert latencies and max(latencies) < LATENCY_S, latencies
+    return latencies
+
+
+def timed(args: list[str], folder: Path) -> float:
+    """Seconds of an undisturbed run, once compiled code is cached (the second of two runs)."""
+    for _ in range(2):
+        began = time.monotonic()
+        code, err = finish(start(*args, cwd=folder))
+        assert code == 0, err
+    return time.monotonic() - began
+
+
+@pytest.fixture(scope="module")
+def alignments(tmp_path_factory) -> Path:
+    """Two alignments of 5 x 10^4 rows (scored against itself, merged with the other) and a
+    few new sequences (add)."""
+    folder = tmp_path_factory.mktemp("alignments")
+    (folder / "a.fa").write_bytes(synthetic_alignment(50_000, 300, 1))
+    (folder / "b.fa").write_bytes(synthetic_alignment(50_000, 300, 2))
+    (folder / "new.fa").write_bytes(b">n1\nMKVLAAGIVGLLLAAGCSS\n>n2\nMKKLLPTAAAGLLLLAAQPAMA\n")
+    return folder
+
+
+def test_score_stops_within_a_second(alignments: Path) -> None:
+    args = ["score", "a.fa", "a.fa"]
+    stop_at_random_moments(args, alignments, None, timed(args, alignments), seed=3)
+
+
+@pytest.mark.parametrize("command", ["add", "merge"])
+def test_add_and_merge_stop_within_a_second(alignments: Path, command: str) -> None:
+    out = alignments / f"{command}.fa"
+    args = [command, "a.fa", "new.fa" if command == "add" else "b.fa", "-o", out.name, "--device", "cpu", "-q"]
+    seconds = timed(args, alignments)
+    out.unlink()
+    stop_at_random_moments(args, alignments, out, seconds, seed=5)
+
+
+def test_tree_stops_within_a_second(tmp_path: Path) -> None:
+    """PartTree over 2 x 10^4 sequences (groups of up to 2,000 get Prim's exact tree): its long
+    kernels run a slice of their pairs at a time."""
+    (tmp_path / "in.fa").write_bytes(synthetic_alignment(20_000, 200, 4).replace(b"-", b""))
+    args = ["tree", "in.fa", "-o", "t.nwk", "--device", "cpu", "--mst-tree-max", "2000", "-q"]
+    seconds = timed(args, tmp_path)
+    (tmp_path / "t.nwk").unlink()
+    stop_at_random_moments(args, tmp_path, tmp_path / "t.nwk", seconds, seed=7)

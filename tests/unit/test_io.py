@@ -455,8 +455,10 @@ def test_alignment_in_a_biopython_format(tmp_path: Path) -> None:
     back = read_alignment(str(tmp_path / "x.sto"), "stockholm")
     assert back.names == aligned.names
     np.testing.assert_array_equal(back.rows, aligned.rows)
-    with pytest.raises(InputError, match="cannot read as clustal"):
+    with pytest.raises(InputError, match="not Clustal"):
         read_alignment(str(tmp_path / "x.sto"), "clustal")
+    with pytest.raises(InputError, match="cannot read as msf"):  # a format msa does not write: Biopython's reader
+        read_alignment(str(tmp_path / "x.sto"), "msf")
 
 
 def test_score_reads_a3m(tmp_path: Path) -> None:

@@ -131,11 +131,29 @@ def test_prim_steps_on_the_pool_or_the_calling_thread_give_the_same_edges(monkey
     codes, offsets = random_codes(rng, 300, 150)
     ids = np.flatnonzero(np.diff(offsets) > 0).astype(np.int64)
     want = lcs.lcs_prim_mst(codes, offsets, ids, 2)
+    s = len(ids)
     for work in (0, 1 << 62):  # every step on the pool; every step on the calling thread
         monkeypatch.setattr(lcs, "PRIM_SERIAL_WORK", work)
-        got = lcs.lcs_prim_mst.py_func(codes, offsets, ids, 2)
+        in_tree, best, via = np.zeros(s, dtype=np.bool_), np.full(s, np.inf), np.zeros(s, dtype=np.int64)
+        in_tree[0] = True
+        got = np.empty(s - 1, dtype=np.int64), np.empty(s - 1, dtype=np.int64), np.empty(s - 1)
+        lcs.lcs_prim_steps.py_func(codes, offsets, ids, 2, in_tree, best, via, *got, 0, s - 1)
         for g, w in zip(got, want):
             assert np.array_equal(g, w)
+
+
+def test_prim_in_slices_of_steps_gives_the_same_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large tree is built a slice of steps a call (a checkpoint between): the same edges."""
+    import msa.backends.cpu as cpu
+
+    rng = np.random.default_rng(13)
+    codes, offsets = random_codes(rng, 300, 150)
+    ids = np.flatnonzero(np.diff(offsets) > 0).astype(np.int64)
+    want = lcs.lcs_prim_mst(codes, offsets, ids, 2)
+    monkeypatch.setattr(cpu, "PRIM_CALL_WORK", 1 << 16)  # a few steps a call
+    got = cpu._prim_mst(codes, offsets, ids)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
 
 
 @pytest.mark.parametrize("links", [False, True])

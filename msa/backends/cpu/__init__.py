@@ -252,13 +252,34 @@ class CpuBackend:
         """Minimum spanning trees of many groups under LCS distances, rows computed on the fly
         (group g's edges at rows group_off[g] - g), one group at a time on every core."""
         codes, offsets, ids = np.ascontiguousarray(codes, dtype=np.uint8), _i64(offsets), _i64(ids)
-        parts = [
-            lcs.lcs_prim_mst(codes, offsets, ids[lo:hi], numba.get_num_threads())
-            for lo, hi in zip(group_off[:-1], group_off[1:])
-        ]
+        parts = [_prim_mst(codes, offsets, ids[lo:hi]) for lo, hi in zip(group_off[:-1], group_off[1:])]
         if not parts:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0)
         return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
+
+
+#: Work (vertices left x residues x 64-bit words of the joining vertex) of one call of Prim's
+#: steps: about 0.3 s on the 2-core dev machine, shared; a checkpoint of msa.interrupts between
+#: calls, so a large exact tree (up to MST_TREE_MAX sequences) stops within a second.
+PRIM_CALL_WORK = 1 << 30
+
+
+def _prim_mst(codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """lcs.lcs_prim_mst of one group; a large one a slice of steps at a time (lcs.lcs_prim_steps)."""
+    from msa.interrupts import check
+
+    s, threads = len(ids), numba.get_num_threads()
+    length = int((offsets[ids + 1] - offsets[ids]).mean()) if s else 0
+    per_call = max(1, PRIM_CALL_WORK // max(1, s * length * ((length + 63) // 64)))
+    if per_call >= s - 1:
+        return lcs.lcs_prim_mst(codes, offsets, ids, threads)
+    in_tree, best, via = np.zeros(s, dtype=np.bool_), np.full(s, np.inf), np.zeros(s, dtype=np.int64)
+    in_tree[0] = True
+    edges = np.empty(s - 1, dtype=np.int64), np.empty(s - 1, dtype=np.int64), np.empty(s - 1)
+    for first in range(0, s - 1, per_call):
+        check()
+        lcs.lcs_prim_steps(codes, offsets, ids, threads, in_tree, best, via, *edges, first, min(s - 1, first + per_call))
+    return edges
 
 
 def _i64(a: np.ndarray) -> np.ndarray:

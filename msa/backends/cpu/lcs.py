@@ -484,17 +484,31 @@ def lcs_prim_mst(
     edge_w = np.empty(max(s - 1, 0))
     if s < 2:
         return edge_a, edge_b, edge_w
+    in_tree = np.zeros(s, dtype=np.bool_)
+    best = np.full(s, np.inf)
+    via = np.zeros(s, dtype=np.int64)
+    in_tree[0] = True
+    lcs_prim_steps(codes, offsets, ids, threads, in_tree, best, via, edge_a, edge_b, edge_w, 0, s - 1)
+    return edge_a, edge_b, edge_w
+
+
+@njit(cache=True, nogil=True)
+def lcs_prim_steps(
+    codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray, threads: int, in_tree: np.ndarray, best: np.ndarray,
+    via: np.ndarray, edge_a: np.ndarray, edge_b: np.ndarray, edge_w: np.ndarray, first: int, last: int,
+) -> None:
+    """Steps ``first`` .. ``last - 1`` of :func:`lcs_prim_mst`, its state (``in_tree``, ``best``,
+    ``via`` and the edges so far) carried from the steps before: a large tree built a slice of
+    steps a call, with a checkpoint of msa.interrupts between calls. The outside vertices are
+    packed afresh each call (their layout, not the tree, depends on when they are packed)."""
+    s = len(ids)
     lens = np.empty(s, dtype=np.int64)
     for k in range(s):
         lens[k] = offsets[ids[k] + 1] - offsets[ids[k]]
     pow075 = pow075_table(2 * _max_len(offsets, ids) + 1)
-    in_tree = np.zeros(s, dtype=np.bool_)
-    best = np.full(s, np.inf)
-    via = np.zeros(s, dtype=np.int64)
-    cur = 0
-    in_tree[0] = True
+    cur = 0 if first == 0 else edge_b[first - 1]
     masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, in_tree)
-    for step in range(s - 1):
+    for step in range(first, last):
         if 4 * (s - 1 - step) < 3 * live:
             masks, base, words, lane_len, lane_vertex, live = _pack_vertices(codes, offsets, ids, in_tree)
         a = ids[cur]
@@ -514,4 +528,3 @@ def lcs_prim_mst(
         edge_a[step], edge_b[step], edge_w[step] = via[nxt], nxt, nxt_d
         in_tree[nxt] = True
         cur = nxt
-    return edge_a, edge_b, edge_w
