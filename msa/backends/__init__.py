@@ -102,6 +102,9 @@ class Backend(Protocol):
     # take this path (the GPU, which runs the groups' steps concurrently) or only those past
     # exact_tree_max (the CPU, where the condensed matrix is faster for small groups).
     prim_every_group: bool
+    # LCS pairs one tree-stage call may take (msa.tree.parttree cuts longer calls): a checkpoint
+    # of msa.interrupts comes between calls, so each call should end well within a second.
+    lcs_pairs_per_call: int
 
     def lcs_prim_msts(
         self, codes, offsets, ids, group_off

@@ -61,10 +61,6 @@ from msa.tree.linkage import (
 
 #: Exact groups are batched so that one batch's condensed matrices stay below this many pairs.
 EXACT_BATCH_PAIRS = 1 << 24
-#: LCS pairs of one backend call where a call would otherwise run for seconds (every member
-#: against its node's sample; a flush of exact groups): a checkpoint of msa.interrupts between
-#: calls. 1.3 s for 10^6 pairs of ~210 residues on the 2-core dev machine, shared.
-CHECK_PAIRS = 1 << 20
 
 
 def parttree(
@@ -147,13 +143,13 @@ class _ExactQueue:
         self.prim.append((members, np.array([0, len(members)], dtype=np.int64), np.array([root])))
 
     def flush(self) -> None:
-        """The queued groups' trees, a backend call of about CHECK_PAIRS pairs at a time (a
+        """The queued groups' trees, a backend call of about ``lcs_pairs_per_call`` pairs at a time (a
         checkpoint between calls), grafted in queue order."""
         check()
         if self.groups:
             members, off, roots = _joined(self.groups)
             self.groups, self.pairs = [], 0
-            for ids, sub, sub_roots in _sub_batches(members, off, roots, _pair_batches(off, CHECK_PAIRS)[0]):
+            for ids, sub, sub_roots in _sub_batches(members, off, roots, _pair_batches(off, self.backend.lcs_pairs_per_call)[0]):
                 check()
                 dist, dist_off = group_distances(self.db, self.tables, ids, sub, self.params, self.backend)
                 self._graft(*batch_linkage(dist, dist_off, sub, self.method == "single"), ids, sub, sub_roots)
@@ -161,7 +157,7 @@ class _ExactQueue:
             members, off, roots = _joined(self.prim)
             self.prim = []
             sizes = np.diff(off)
-            for ids, sub, sub_roots in _sub_batches(members, off, roots, _batches(np.cumsum(sizes * sizes), CHECK_PAIRS)):
+            for ids, sub, sub_roots in _sub_batches(members, off, roots, _batches(np.cumsum(sizes * sizes), self.backend.lcs_pairs_per_call)):
                 check()
                 merges, heights = prim_single_linkages(self.db.codes, self.db.offsets, ids, sub, self.backend)
                 self._graft(merges, heights, ids, sub, sub_roots)
@@ -336,9 +332,9 @@ def _batches(cum: np.ndarray, limit: int) -> np.ndarray:
 
 def _nearest_sample(db, sample, sample_off, members, member_node, backend) -> np.ndarray:
     """Each member's nearest sample member of its node (Backend.lcs_nearest_sample), for about
-    CHECK_PAIRS pairs at a time, a checkpoint between."""
+    ``backend.lcs_pairs_per_call`` pairs at a time, a checkpoint between."""
     per_member = np.diff(sample_off)[member_node]
-    bounds = _batches(np.cumsum(per_member), CHECK_PAIRS)
+    bounds = _batches(np.cumsum(per_member), backend.lcs_pairs_per_call)
     nearest = []
     for a, b in zip(bounds[:-1], bounds[1:]):
         check()

@@ -35,6 +35,9 @@ class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage, Recor
     name = "cuda"
     #: Every single-linkage LCS group goes through Prim: one launch runs all groups' steps at once.
     prim_every_group = True
+    #: Uncut: a PartTree depth's call ends within a second on the GPU even at 10^6 sequences,
+    #: and every cut would add a round of uploads and launches.
+    lcs_pairs_per_call = 1 << 40
     xp = cp  # profile tables and maps stay CuPy arrays between levels
     align_forest = None  # a launch per level: msa.progressive's level loop drives the stage
 
