@@ -184,8 +184,9 @@ InFormatOpt = Annotated[
     typer.Option(
         "--in-format",
         help="Format of the existing alignment(s): auto (.a2m/.a3m by name, else aligned FASTA; "
-        "A3M when rows differ in width and have lower-case inserts), fasta, a2m, a3m, or any "
-        "format Biopython's Bio.Align reads (clustal, stockholm, phylip, ...).",
+        "A3M when rows differ in width and have lower-case inserts); fasta, a2m, a3m, clustal, "
+        "stockholm, phylip, phylip-relaxed (read by msa itself), or another format Biopython's "
+        "Bio.Align reads (msf, nexus, ...). Gzipped files are detected.",
     ),
 ]
 OutputOpt = Annotated[

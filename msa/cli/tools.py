@@ -61,8 +61,9 @@ def score(
         typer.Option(
             "--in-format",
             help="Format of TEST (and of REF unless --ref-format): auto (aligned FASTA, or A3M when rows "
-            "differ in width and have lower-case inserts), fasta, a2m, a3m, or any format Biopython's "
-            "Bio.Align reads (clustal, stockholm, phylip, ...).",
+            "differ in width and have lower-case inserts); fasta, a2m, a3m, clustal, stockholm, phylip, "
+            "phylip-relaxed (read by msa itself), or another format Biopython's Bio.Align reads (msf, "
+            "nexus, ...). Gzipped files are detected.",
         ),
     ] = "auto",
     ref_format: Annotated[
