@@ -13,9 +13,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-# Every command the tests run in a process of its own, as before msa's warm server: its own
-# tests (tests/cli/test_server.py) turn it on, each with a private folder for its socket.
-os.environ["MSA_SERVER"] = "off"
 
 try:
     from hypothesis import HealthCheck, settings

@@ -74,26 +74,6 @@ COSTS: dict[str, Cost] = {
 }
 
 
-#: The same for a command run by msa's warm server (msa._runtime.server), whose imports are
-#: done and whose CUDA context and kernels are made before it starts. Fitted the same way
-#: (session 23, served runs of 75 inputs on the H200 host, all threads; the threads' exponent
-#: kept from the served fit without the ready context): 20 of the 75 choices not the faster
-#: backend, near ties at 10^3 (0.96 s lost in 55.5 s; docs/start-up.md).
-SERVED_COSTS: dict[str, Cost] = {
-    "cpu": Cost(start=0.083, per_mb=1.263, per_1k_sequences=0.066, per_mb_length=3.242, core_exponent=0.11),
-    "cuda": Cost(start=0.245, per_mb=0.532, per_1k_sequences=0.000, per_mb_length=0.441),
-}
-
-
-#: Set in a command's process when msa's warm server runs it (msa._runtime.server).
-served = False
-
-
-def costs() -> dict[str, Cost]:
-    """The cost model of this process: :data:`SERVED_COSTS` where a warm server runs it."""
-    return SERVED_COSTS if served else COSTS
-
-
 def host_threads(threads: int = 0) -> int:
     """The CPU threads a run uses: ``threads``, or (0) the cores this process may run on."""
     if threads > 0:
@@ -102,12 +82,11 @@ def host_threads(threads: int = 0) -> int:
 
 
 def auto_device(nbytes: int, sequences: int | None = None, threads: int = 0) -> str:
-    """``cpu`` or ``cuda``: the backend :func:`costs` predicts finishes first for an input of
+    """``cpu`` or ``cuda``: the backend :data:`COSTS` predicts finishes first for an input of
     ``nbytes`` of FASTA (and ``sequences``, where counted) with ``threads`` CPU threads (0: all
     cores); a tie goes to the CPU, which needs no device."""
     threads = host_threads(threads)
-    model = costs()
-    cpu, gpu = (model[d].seconds(nbytes, sequences, threads) for d in ("cpu", "cuda"))
+    cpu, gpu = (COSTS[d].seconds(nbytes, sequences, threads) for d in ("cpu", "cuda"))
     return "cpu" if cpu <= gpu else "cuda"
 
 
@@ -195,6 +174,12 @@ class BackendStart:
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
         self._numba_first = self._gpu_numba or self._device == "cpu"
+        if "threads" in os.environ.get("MSA_AB", ""):
+            if self._numba_first:
+                import_pipeline()
+                self._imported.set()
+            self._run()
+            return
         try:
             if self._numba_first:
                 self._numba.start()
@@ -218,7 +203,8 @@ class BackendStart:
         self._join()
 
     def _join(self) -> None:
-        self._thread.join()
+        if self._thread.ident is not None:
+            self._thread.join()
         self._stop.set()  # the Numba thread's preloading ends at its next function
         if self._numba.ident is not None:  # started
             self._numba.join()
@@ -284,7 +270,8 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
         from msa.jit import preload
         from msa.backends.cpu import stage_functions
 
-        preload(stage_functions(), stop)
+        if "preload" not in os.environ.get("MSA_AB", ""):
+            preload(stage_functions(), stop)
     except BaseException:
         pass
     finally:
@@ -297,7 +284,8 @@ def import_pipeline() -> None:
     background start and a warm server (msa._runtime.server) import them so."""
     import numba  # noqa: F401
 
-    _typeof_without_numpy_ma()
+    if "typeof" not in os.environ.get("MSA_AB", ""):
+        _typeof_without_numpy_ma()
     import msa.pipeline  # noqa: F401
 
 
@@ -311,6 +299,8 @@ def _skip_numba_extensions() -> None:
 
     from msa.jit import hooks_off
 
+    if "ext" in os.environ.get("MSA_AB", ""):
+        return
     if hooks_off() is None and getattr(entrypoints, "_already_initialized", None) is False:
         entrypoints._already_initialized = True
 
@@ -380,7 +370,7 @@ class _ProbeBlock:
         probes = (SCIPY_PROBE, BLAS_PROBE, COVERAGE_PROBE)
         if not os.path.exists(NUMBA_CONFIG_FILE):
             probes += (YAML_PROBE,)
-        self._blocked = [m for m in probes if m not in sys.modules]
+        self._blocked = [m for m in probes if m not in sys.modules and "probe" not in os.environ.get("MSA_AB", "")]
         for module in self._blocked:
             sys.modules[module] = None  # type: ignore[assignment]  (importing it raises ImportError)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import functools
 import gc
 import sys
@@ -41,9 +42,9 @@ def _command_name(info: typer.models.CommandInfo) -> str:
 
 def _print_version(value: bool) -> None:
     if value:
-        from msa.__main__ import print_version
+        from msa import __version__
 
-        print_version()
+        print(f"msa {__version__}")
         raise typer.Exit()
 
 
@@ -54,7 +55,8 @@ def _short_lived_process(
     ] = False,
 ) -> None:
     """Settings for a process that runs one command (both entry points pass here)."""
-    _tune_gc()
+    if "gc" not in os.environ.get("MSA_AB", ""):
+        _tune_gc()
 
 
 @functools.cache
