@@ -39,7 +39,7 @@ def run() -> NoReturn:
     The interpreter's teardown (every module's objects freed, Numba's and LLVM's among them)
     comes after the outputs are whole, so the process ends by ``os._exit`` once the command
     is done and :func:`flushed`; otherwise by the usual ``sys.exit``."""
-    if os.environ.get("MSA_AB_EXIT"):
+    if "exit" in os.environ.get("MSA_AB", ""):
         main()
         sys.exit(0)
     from msa.interrupts import process_handlers

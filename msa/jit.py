@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numba
 
 #: The package folder, and the compiled code shipped in it by the wheel build.
-PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parent
 SHIPPED = PACKAGE / "_jitcache"
 #: Set by the wheel build only (msa._runtime.precompile): compile into this folder, ignoring every
 #: other cache, so that each function used is compiled and saved there.
@@ -115,11 +115,6 @@ _READS = {
 }
 
 
-#: Every dispatcher :func:`njit` made with the hooks on, in the order made: what a warm server
-#: loads before its first run (msa._runtime.server).
-DISPATCHERS: list[Any] = []
-
-
 def njit(**options: Any) -> Callable[[Callable], Any]:
     """``numba.njit(**options)``; with ``cache=True`` and the hooks on, the shipped cache is
     read first and cached entries load msa's way."""
@@ -131,7 +126,6 @@ def njit(**options: Any) -> Callable[[Callable], Any]:
         dispatcher._cache = _LazyCache(dispatcher.py_func)  # what enable_caching sets, made lazily
         if "lazy" in os.environ.get("MSA_AB", ""):
             dispatcher._cache._made()
-        DISPATCHERS.append(dispatcher)
         return dispatcher
 
     return wrap
@@ -323,7 +317,7 @@ def _environments_without_imports() -> Iterator[None]:
     (module name, constants) and rebuilt by importing the module, for its globals: loading the
     example's entries imported ``numba.np.arrayobj`` and, through it, Numba's string, hashing
     and random implementations (10-12 ms on the 2-core dev machine, 39 ms on a device host;
-    docs/compiled-code.md, sessions 10 and 12). Only object-mode code reads an environment's
+    docs/compiled-code.md). Only object-mode code reads an environment's
     globals; msa compiles nopython code only, and Numba's own implementation modules hold
     nothing else. So an environment of a ``numba.*`` module that is not imported yet gets a
     globals dict naming the module (what caching it again needs) instead of the module's own."""
@@ -349,7 +343,7 @@ def _environments_without_imports() -> Iterator[None]:
 def _initialize_runtime(rtsys: Any, target_context: Any) -> None:
     """Numba's runtime (NRT) initialised with its LLVM module loaded as machine code where the
     wheel shipped it, instead of compiled by LLVM as Numba does in every process (16 ms on the
-    2-core dev machine, 38 ms on the device hosts; docs/compiled-code.md, session 12). Building
+    2-core dev machine, 38 ms on the device hosts; docs/compiled-code.md). Building
     (msa._runtime.precompile), the module is compiled with object caching and saved for the wheel.
     Numba's own way where the runtime is initialised already, its debug build is asked for
     (NUMBA_DEBUG_NRT) or nothing is shipped."""
@@ -395,7 +389,7 @@ def _object_symbols(codegen: Any) -> Iterator[None]:
     A cache entry holds a function's object code and the bitcode other functions link against
     when they are compiled. Numba parses that bitcode on every load and walks it to learn the
     symbols the object defines: 0.07 s of the example's 0.56 s on the 2-core dev machine
-    (docs/compiled-code.md, session 10). A run that only loads needs neither: the symbols are read
+    (docs/compiled-code.md). A run that only loads needs neither: the symbols are read
     from the object's ELF symbol table (a superset of the bitcode's: checked for every entry
     in tests/unit/test_jitcache.py) and the bitcode is parsed the first time a compile links
     the function. Objects that are not 64-bit little-endian ELF load as Numba loads them.

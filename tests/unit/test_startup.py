@@ -54,7 +54,7 @@ def test_auto_cost_model_weighs_size_and_length(tmp_path: Path) -> None:
     """The calibrated model (a GPU host, 16 threads) picks the CPU for the example and for
     10^4 short sequences on 16 threads, the GPU for 10^4 long ones and past a few MB whatever is counted (a
     gzipped file counts GZIP_RATIO times its size), and never the CPU for stdin or a missing file."""
-    from msa._runtime.startup import GZIP_RATIO, MB, auto_device, cpu_first
+    from msa.run.plan import GZIP_RATIO, MB, auto_device, cpu_first
 
     example = REPO / "datasets" / "examples" / "example.fa"
     assert cpu_first(str(example), 16)
@@ -73,20 +73,20 @@ def test_auto_cost_model_weighs_size_and_length(tmp_path: Path) -> None:
 def test_auto_cost_model_weighs_sequences_and_cores(monkeypatch, tmp_path: Path) -> None:
     """Calibrated coefficients (here made up) decide by bytes, sequences where counted, and the
     CPU threads of the run."""
-    import msa._runtime.startup as startup
+    from msa.run import plan
 
-    monkeypatch.setattr(startup, "COSTS", {
-        "cpu": startup.Cost(start=0.5, per_mb=4.0, per_1k_sequences=1.0, core_exponent=1.0),
-        "cuda": startup.Cost(start=1.5, per_mb=0.5),
+    monkeypatch.setattr(plan, "COSTS", {
+        "cpu": plan.Cost(start=0.5, per_mb=4.0, per_1k_sequences=1.0, core_exponent=1.0),
+        "cuda": plan.Cost(start=1.5, per_mb=0.5),
     })
-    mb = startup.MB
-    assert startup.auto_device(mb, None, threads=16) == "cpu"  # 0.5 + 4/16 against 2.0
-    assert startup.auto_device(mb, None, threads=2) == "cuda"  # 0.5 + 4/2 against 2.0
-    assert startup.auto_device(mb, 40_000, threads=16) == "cuda"  # 0.5 + 44/16 against 2.0
+    mb = plan.MB
+    assert plan.auto_device(mb, None, threads=16) == "cpu"  # 0.5 + 4/16 against 2.0
+    assert plan.auto_device(mb, None, threads=2) == "cuda"  # 0.5 + 4/2 against 2.0
+    assert plan.auto_device(mb, 40_000, threads=16) == "cuda"  # 0.5 + 44/16 against 2.0
     fasta = tmp_path / "f.fa"
     fasta.write_bytes(b">a\nMK\n>b x\nMKV\nL\n>c\n\n")
-    assert startup.count_sequences(str(fasta)) == 3
-    assert startup.count_sequences("-") is None and startup.count_sequences(str(tmp_path / "none.fa")) is None
+    assert plan.count_sequences(str(fasta)) == 3
+    assert plan.count_sequences("-") is None and plan.count_sequences(str(tmp_path / "none.fa")) is None
 
 
 def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
