@@ -36,12 +36,10 @@ def main() -> None:
 def run() -> NoReturn:
     """The ``msa`` script and ``python -m msa``: :func:`main`, then the process ends.
 
-    The interpreter's teardown (every module's objects freed, Numba's and LLVM's among them)
-    comes after the outputs are whole, so the process ends by ``os._exit`` once the command
-    is done and :func:`flushed`; otherwise by the usual ``sys.exit``."""
-    if "exit" in os.environ.get("MSA_AB", ""):
-        main()
-        sys.exit(0)
+    The interpreter's teardown (every module's objects freed, Numba's and LLVM's among them:
+    10-29 ms of CPU on the 2-core dev machine, docs/start-up.md) comes after the outputs are
+    whole, so the process ends by ``os._exit`` once the command is done and :func:`flushed`;
+    otherwise by the usual ``sys.exit``."""
     from msa.interrupts import process_handlers
 
     process_handlers()  # a signal before the command started: one line, 130 or 143

@@ -124,8 +124,6 @@ def njit(**options: Any) -> Callable[[Callable], Any]:
             return numba.njit(**options)(fn)
         dispatcher = numba.njit(**{k: v for k, v in options.items() if k != "cache"})(fn)
         dispatcher._cache = _LazyCache(dispatcher.py_func)  # what enable_caching sets, made lazily
-        if "lazy" in os.environ.get("MSA_AB", ""):
-            dispatcher._cache._made()
         return dispatcher
 
     return wrap
@@ -229,17 +227,10 @@ class _LazyCache:
         from numba.core.runtime import rtsys
 
         cache = self._made()
-        ab = os.environ.get("MSA_AB", "")
         with global_compiler_lock:
-            if "refresh" in ab:
-                target_context.refresh()
-            if "nrt" in ab:
-                rtsys.initialize(target_context)
-            else:
-                _initialize_runtime(rtsys, target_context)
-            with cache._guard_against_spurious_io_errors(), \
-                    (contextlib.nullcontext() if "envs" in ab else _environments_without_imports()), \
-                    (contextlib.nullcontext() if "objsym" in ab else _object_symbols(target_context.codegen())):
+            _initialize_runtime(rtsys, target_context)
+            with cache._guard_against_spurious_io_errors(), _environments_without_imports(), \
+                    _object_symbols(target_context.codegen()):
                 loaded = cache._load_overload(sig, target_context)
         if loaded is None and getattr(_preloading, "on", False):
             raise _NotShipped  # preload(): leave the miss to the call, which compiles it

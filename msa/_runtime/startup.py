@@ -61,12 +61,6 @@ class BackendStart:
         )
         self._thread = threading.Thread(target=self._run, name="msa-backend-start", daemon=True)
         self._numba_first = self._gpu_numba or self._device == "cpu"
-        if "threads" in os.environ.get("MSA_AB", ""):
-            if self._numba_first:
-                import_pipeline()
-                self._imported.set()
-            self._run()
-            return
         try:
             if self._numba_first:
                 self._numba.start()
@@ -90,8 +84,7 @@ class BackendStart:
         self._join()
 
     def _join(self) -> None:
-        if self._thread.ident is not None:
-            self._thread.join()
+        self._thread.join()
         self._stop.set()  # the Numba thread's preloading ends at its next function
         if self._numba.ident is not None:  # started
             self._numba.join()
@@ -157,8 +150,7 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
         from msa.jit import preload
         from msa.backends.cpu import stage_functions
 
-        if "preload" not in os.environ.get("MSA_AB", ""):
-            preload(stage_functions(), stop)
+        preload(stage_functions(), stop)
     except BaseException:
         pass
     finally:
@@ -170,8 +162,7 @@ def import_pipeline() -> None:
     arrays typed without numpy.ma from the start (:func:`_typeof_without_numpy_ma`)."""
     import numba  # noqa: F401
 
-    if "typeof" not in os.environ.get("MSA_AB", ""):
-        _typeof_without_numpy_ma()
+    _typeof_without_numpy_ma()
     import msa.pipeline  # noqa: F401
 
 
@@ -185,8 +176,6 @@ def _skip_numba_extensions() -> None:
 
     from msa.jit import hooks_off
 
-    if "ext" in os.environ.get("MSA_AB", ""):
-        return
     if hooks_off() is None and getattr(entrypoints, "_already_initialized", None) is False:
         entrypoints._already_initialized = True
 
@@ -256,7 +245,7 @@ class _ProbeBlock:
         probes = (SCIPY_PROBE, BLAS_PROBE, COVERAGE_PROBE)
         if not os.path.exists(NUMBA_CONFIG_FILE):
             probes += (YAML_PROBE,)
-        self._blocked = [m for m in probes if m not in sys.modules and "probe" not in os.environ.get("MSA_AB", "")]
+        self._blocked = [m for m in probes if m not in sys.modules]
         for module in self._blocked:
             sys.modules[module] = None  # type: ignore[assignment]  (importing it raises ImportError)
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import atexit
-import os
 import functools
 import gc
 import sys
@@ -55,8 +54,7 @@ def _short_lived_process(
     ] = False,
 ) -> None:
     """Settings for a process that runs one command (both entry points pass here)."""
-    if "gc" not in os.environ.get("MSA_AB", ""):
-        _tune_gc()
+    _tune_gc()
 
 
 @functools.cache
