@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12: `msa add` of new sequences to an existing alignment, side by side with aligning
+# `msa add` of new sequences to an existing alignment, side by side with aligning
 # everything from scratch and with `mafft --add`. The existing alignment is msa's alignment of
 # a BaliFam family; the new sequences are one mutated copy of each of its sequences
 # (datasets/semisynthetic.py --variants 1 --variants-only). Each result is scored against the

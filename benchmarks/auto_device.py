@@ -39,6 +39,7 @@ import numpy as np
 from fits import nnls_relative
 
 from msa.run.plan import MB, Cost, count_sequences, host_threads, input_bytes
+from common import write_manifest  # noqa: E402
 
 
 def timed(command: list[str], cwd: Path) -> float:
@@ -80,6 +81,7 @@ def time_inputs(a: argparse.Namespace) -> None:
         "inputs": [{"path": str(i), "bytes": input_bytes(str(i)), "sequences": count_sequences(str(i)),
                     "seconds": times[str(i)]} for i in a.inputs],
     }
+    write_manifest(a.json.parent)
     a.json.write_text(json.dumps(record, indent=1))
     print(f"{len(a.inputs)} inputs timed on {cores} CPU threads: {a.json}")
 

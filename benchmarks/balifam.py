@@ -8,6 +8,9 @@ Example (``--sets`` defaults to ``data/balifam/balifam1000``, fetched by
 ``python -m datasets.fetch balifam``):
     python benchmarks/balifam.py --sets data/balifam/balifam1000 \
         --threads 2 --tools famsa,mafft --out bench-out/balifam1000.json
+
+Without ``--out`` the JSON goes to today's run-set folder under benchmarks/results/
+(``common.results_dir``), beside the manifest.json that records this command line.
 """
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import REPO, add_tool_arguments, align_and_score, print_table, summarize, tool_commands, write_json
+from common import (REPO, add_tool_arguments, align_and_score, print_table, results_dir, summarize, tool_commands,
+                    write_json)
 
 
 def main() -> None:
@@ -46,7 +50,8 @@ def main() -> None:
     summary = summarize(runs, tools)
     print(f"BaliFam {a.sets.name}: {len(ids)} sets, {a.threads} threads")
     print_table(summary)
-    write_json(a.out, runs, summary, {"sets": str(a.sets), "threads": a.threads, "commands": commands})
+    write_json(a.out or results_dir() / f"{a.sets.name}.json", runs, summary,
+               {"sets": str(a.sets), "threads": a.threads, "commands": commands})
 
 
 if __name__ == "__main__":

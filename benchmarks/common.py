@@ -1,11 +1,19 @@
 """Shared plumbing of the side-by-side benchmarks: run each aligner in a subprocess,
-measure its wall time and peak memory, score it, and print one table with ratios."""
+measure its wall time and peak memory, score it, print one table with ratios, and file the
+results in a run set's folder with the manifest that says how to reproduce them.
+
+    python3 benchmarks/common.py [HOST]   # make today's run-set folder (and manifest), print its path
+"""
 from __future__ import annotations
 
 import argparse
+import datetime
+import importlib.metadata
 import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,6 +26,12 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from msa.scoring import score_files  # noqa: E402
+
+#: One folder per run set, ``<date>_<commit>_<host>``, each with a manifest.json.
+RESULTS = REPO / "benchmarks" / "results"
+#: Distributions whose versions a manifest records (those not installed are left out).
+PACKAGES = ("msa", "numpy", "numba", "cupy-cuda12x", "cupy-cuda13x", "biopython", "scoring-matrices",
+            "pyfamsa", "dask", "distributed", "dask-cuda", "matplotlib")
 
 #: GNU time measures each run's peak memory (``apt-get install time`` where missing).
 GNU_TIME = "/usr/bin/time"
@@ -173,8 +187,10 @@ def print_table(summary: dict[str, dict[str, float]]) -> None:
 
 
 def write_json(path: Path | None, runs: list[Run], summary: dict, meta: dict) -> None:
-    """Per-case results, the summary and the settings, for docs/benchmarks.md and later comparison."""
+    """Per-case results, the summary and the settings, for docs/benchmarks.md and later comparison;
+    the folder's manifest.json records the command line, commit, packages and host."""
     if path is not None:
+        write_manifest(path.parent)
         path.write_text(json.dumps({"meta": meta, "summary": summary, "runs": [asdict(r) for r in runs]},
                                    indent=1))
 
@@ -183,7 +199,8 @@ def add_tool_arguments(ap: argparse.ArgumentParser) -> None:
     """The options every side-by-side benchmark shares: tools, threads, output, timeout, commands."""
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tools", default="msa,famsa", help="comma-separated, from: " + ", ".join(DEFAULT_COMMANDS))
-    ap.add_argument("--out", type=Path, help="JSON of results")
+    ap.add_argument("--out", type=Path, help="JSON of results (default: NAME.json in today's run-set folder, "
+                    "benchmarks/results/<date>_<commit>_<host>/, made with its manifest.json)")
     ap.add_argument("--workdir", type=Path, help="keep inputs and alignments here (simulated.py keeps alignments only with --keep-alignments)")
     ap.add_argument("--timeout", type=float, help="stop a run after this many seconds (reported as failed)")
     for tool, cmd in DEFAULT_COMMANDS.items():
@@ -207,3 +224,91 @@ def parse_tools(text: str) -> list[str]:
     if bad:
         raise SystemExit(f"unknown tool {bad[0]!r}; choose from {', '.join(TOOLS)}")
     return tools
+
+
+def host() -> dict:
+    """The machine a run set ran on: GPU model, count and driver (``nvidia-smi``), CPU and cores."""
+    cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
+                if line.startswith("model name")), None)
+    gpus: list[list[str]] = []
+    if shutil.which("nvidia-smi"):
+        query = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                               capture_output=True, text=True, check=False)
+        gpus = [[f.strip() for f in line.split(",")] for line in query.stdout.splitlines() if line.strip()]
+    return {"gpu": gpus[0][0] if gpus else None, "gpus": len(gpus), "driver": gpus[0][1] if gpus else None,
+            "cpu": cpu, "cores": os.cpu_count()}
+
+
+def host_label(machine: dict) -> str:
+    """A run set's host in its folder name: ``h100-16c``, ``2xh200-32c``, ``cpu-2c``."""
+    if not machine.get("gpus"):
+        return f"cpu-{machine['cores']}c"
+    model = re.search(r"\b([A-Z]{1,2}\d{2,4})\b", machine.get("gpu") or "")
+    count = f"{machine['gpus']}x" if machine["gpus"] > 1 else ""
+    return f"{count}{model[1].lower() if model else 'gpu'}-{machine['cores']}c"
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def _commit() -> str:
+    """The checkout's short commit (``nogit`` outside a git checkout)."""
+    return _git("rev-parse", "--short=7", "HEAD") or "nogit"
+
+
+def _today() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+
+
+def packages() -> dict[str, str]:
+    """Installed versions of PACKAGES, plus Python's."""
+    found = {"python": sys.version.split()[0]}
+    for name in PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def write_manifest(folder: Path, machine: dict | None = None, record: bool = True) -> Path:
+    """Record this command line (unless not ``record``) in ``folder/manifest.json``, made on first
+    use with the date, the commit (``-dirty`` when msa/ has uncommitted changes), the package
+    versions and the host."""
+    path = folder / "manifest.json"
+    dirty = "-dirty" if _git("status", "--porcelain", "--", "msa") else ""
+    manifest = json.loads(path.read_text()) if path.exists() else {
+        "date": _today(), "commit": _commit() + dirty, "host": machine or host(), "packages": packages(),
+        "commands": [],
+    }
+    command = shlex.join(["python3", *sys.argv])
+    if record and command not in manifest["commands"]:
+        manifest["commands"].append(command)
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    return path
+
+
+def results_dir(tag: str | None = None, root: Path = RESULTS, record: bool = True) -> Path:
+    """Today's run-set folder ``<date>_<commit>_<host>`` under ``root``, made with its manifest
+    (which records this command line unless not ``record``); ``tag`` replaces the detected host
+    label (say, a cloud instance's name)."""
+    if tag is not None and not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
+        raise ValueError(f"a host tag is letters, digits, '.' and '-' (the folder's '_' separate its parts): {tag!r}")
+    machine = host()
+    folder = root / f"{_today()}_{_commit()}_{tag or host_label(machine)}"
+    write_manifest(folder, machine, record)
+    return folder
+
+
+if __name__ == "__main__":
+    print(results_dir(sys.argv[1] if len(sys.argv) > 1 else None, record=False))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11: a dataset's families over N GPUs through Dask against the same run on one GPU.
+# A dataset's families over N GPUs through Dask against the same run on one GPU.
 # The 18 balifam10000-dev families plus 4 simulated 10^5 families (made once under $WORK);
 # prints both wall times, their ratio, and checks that every output is byte-identical.
 #   benchmarks/dask_scaleout.sh ../shared/datasets/balifam/balifam10000-dev/in [GPUS=2]

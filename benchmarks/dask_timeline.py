@@ -1,4 +1,4 @@
-"""A dataset's families on one GPU (``-O``) against the same run on N GPUs through Dask (issue 31),
+"""A dataset's families on one GPU (``-O``) against the same run on N GPUs through Dask,
 each in a fresh process, with the Dask run's timeline per worker.
 
     python3 benchmarks/dask_timeline.py bench-data/balifam10000-dev/in --copies 8 --gpus 2
@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from msa.run.dask import TIMELINE_ENV, timeline_lines  # noqa: E402
+from common import write_manifest  # noqa: E402
 
 
 def main() -> None:
@@ -81,6 +82,7 @@ def main() -> None:
         figures |= {"one_gpu_cluster_s": one_gpu, "identical": same}
         print(f"--gpus 1: {one_gpu:.1f} s ({one_gpu / one:.2f}x one process); {n} GPUs {multi / one_gpu:.2f}x it")
     if args.json:
+        write_manifest(args.json.parent)
         args.json.write_text(json.dumps(figures | {"timeline": timeline}, indent=1))
     if not same:
         sys.exit(1)

@@ -11,15 +11,16 @@
 # BALIFAM_DIRS: comma-separated BaliFam folders, relative to the checkout or absolute
 # (default data/balifam/balifam1000, where `python -m datasets.fetch balifam` puts it;
 # one that is absent is skipped).
-# Every tool uses all CPU cores; RESULTS (default bench-out) gets one JSON per
-# simulated size and per BaliFam folder, and time.png/svg and accuracy.png/svg
+# Every tool uses all CPU cores; RESULTS (default: today's run-set folder,
+# benchmarks/results/<date>_<commit>_<host>/, with its manifest.json) gets one JSON per
+# simulated size and per BaliFam folder, and time.png/svg, accuracy.png/svg and table.md
 # (benchmarks/plot.py, when matplotlib is installed); TIMEOUT (default 300) stops
 # a tool that runs longer; BALIFAM_TOOLS replaces the BaliFam tool list.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 sizes=${1-1000,10000,100000}
 balifam_dirs=${2-data/balifam/balifam1000}
-results=${RESULTS:-bench-out}
+results=${RESULTS:-$(python3 benchmarks/common.py)}
 timeout=${TIMEOUT:-300}
 threads=$(nproc)
 mkdir -p "$results"
@@ -57,7 +58,7 @@ for dir in ${balifam_dirs//,/ }; do
     fi
 done
 if python3 -c "import matplotlib" 2>/dev/null; then
-    python3 benchmarks/plot.py "$results"/*.json -o "$results"
+    python3 benchmarks/plot.py "$results"/*.json -o "$results" --table "$results/table.md"
 else
     echo "end_to_end.sh: matplotlib not installed (pip install '.[bench]'), no plots" >&2
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10 part 3 on a GPU machine: the shipped fatbins (msa/_cubin) against NVRTC on a
+# On a GPU machine: the shipped fatbins (msa/_cubin) against NVRTC on a
 # first run with an empty CuPy cache, then warm; the outputs must be identical.
 #
 #   benchmarks/first_run_kernels.sh        (msa and CuPy installed; run from anywhere)

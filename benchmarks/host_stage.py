@@ -23,6 +23,7 @@ from msa.io.fasta import read_fasta  # noqa: E402
 from msa.params import AlignParams, gap_costs  # noqa: E402
 from msa.pipeline import family_tree, prepare_family  # noqa: E402
 from msa.tree.weights import family_weights  # noqa: E402
+from common import write_manifest  # noqa: E402
 
 
 def main() -> None:
@@ -63,6 +64,7 @@ def main() -> None:
           f"sum picked {sum(r[r['picked'] + '_s'] for r in rows):.3f} s, level loop {sum(r['device_s'] for r in rows):.3f} s, "
           f"best {sum(min(r['host_s'], r['device_s']) for r in rows):.3f} s")
     if a.json:
+        write_manifest(a.json.parent)
         a.json.write_text(json.dumps(rows, indent=1))
 
 

@@ -6,7 +6,7 @@ Run on a GPU machine (with ``mafft`` on the PATH for the MAFFT column)::
 
 Reports (one line each, also as JSON with --json):
 
-* the CUDA-Parttree thesis anchor: ``members`` sequences (mean length 115)
+* PartTree's member-reference step: ``members`` sequences (mean length 115)
   against ``refs`` references, end to end (host codes in, assignments out) and
   in the kernel alone; pairs/s and 6-mer lookups/s (one lookup = one member
   run against one reference), and the fraction of the shared-memory limit
@@ -14,7 +14,7 @@ Reports (one line each, also as JSON with --json):
   and the member-stream rate (bytes/s read from L2, one byte per lookup);
 * a full PartTree guide tree of ``tree`` simulated sequences;
 * side by side on the same inputs: the CPU backend (Numba, every core of the
-  machine) on the anchor (on a stated fraction of the members, extrapolated
+  machine) on that step (on a stated fraction of the members, extrapolated
   linearly, when the whole would take more than ``--cpu-seconds``) and on a
   guide tree of ``compare`` sequences, and ``mafft --parttree --retree 0
   --treeout`` (tree only, as a subprocess on a FASTA file) at ``--mafft-sizes``;
@@ -50,6 +50,7 @@ from msa.distances.kmers import PROTEIN  # noqa: E402
 from msa.params import AlignParams  # noqa: E402
 from msa.seqdb import SeqDB  # noqa: E402
 from msa.tree.build import build_guide_tree  # noqa: E402
+from common import write_manifest  # noqa: E402
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 
@@ -136,16 +137,16 @@ def shared_lookup_limit() -> float:
     return 4 * 32 * attrs["MultiProcessorCount"] * attrs["ClockRate"] * 1e3
 
 
-def anchor_inputs(n: int, n_refs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Codes, offsets and sorted reference ids of the anchor (one node, every sequence a member)."""
+def step_inputs(n: int, n_refs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes, offsets and sorted reference ids of the member-reference step (one node, every sequence a member)."""
     res, off = family(n, 115, seed=1)
     refs = np.sort(np.random.default_rng(2).choice(n, n_refs, replace=False))
     return encode(res), off, refs
 
 
 def distance_stage(backend: CudaBackend, n: int, n_refs: int, timer: KernelTimer) -> tuple[dict, np.ndarray]:
-    """The thesis anchor: every sequence against ``n_refs`` references of one node (and its assignments)."""
-    codes, off, refs = anchor_inputs(n, n_refs)
+    """The member-reference step: every sequence against ``n_refs`` references of one node (and its assignments)."""
+    codes, off, refs = step_inputs(n, n_refs)
     members = np.arange(n, dtype=np.int64)
     node = np.zeros(n, dtype=np.int64)
     out: dict = {}
@@ -172,13 +173,13 @@ def distance_stage(backend: CudaBackend, n: int, n_refs: int, timer: KernelTimer
 
 
 def cpu_distance_stage(n: int, n_refs: int, gpu_best: np.ndarray, budget_s: float) -> dict:
-    """The anchor on the CPU backend: all members if they fit ``budget_s``, else an even fraction, extrapolated.
+    """The member-reference step on the CPU backend: all members if they fit ``budget_s``, else an even fraction, extrapolated.
 
     A probe of 1% of the members sizes the run; the assignments of the members
     run are checked equal to the GPU's.
     """
     cpu = CpuBackend()
-    codes, off, refs = anchor_inputs(n, n_refs)
+    codes, off, refs = step_inputs(n, n_refs)
     ref_off = np.array([0, n_refs])
     warm = cpu.kmer_tables(codes[: off[200]], off[:201], PROTEIN)  # compiles the Numba kernels (fresh cache)
     cpu.nearest_reference(warm, np.arange(10), np.array([0, 10]), np.arange(200), np.zeros(200, np.int64))
@@ -298,7 +299,7 @@ def table(results: dict) -> str:
     d, c = results["distance"], results.get("cpu_distance")
     if c:
         note = "" if c["fraction_run"] == 1 else f" (extrapolated from {100 * c['fraction_run']:.1f}% of members)"
-        lines.append(f"| anchor {d['members']:,} x {d['refs']:,}, tables + nearest | {d['end_to_end_s']:.3f} | "
+        lines.append(f"| member-reference step {d['members']:,} x {d['refs']:,}, tables + nearest | {d['end_to_end_s']:.3f} | "
                      f"{seconds(c['end_to_end_s'], note)} | - | {ratio(c['end_to_end_s'], d['end_to_end_s'])} | - |")
     for row in results["trees"]:
         g, cpu, maf = row["gpu"], row.get("cpu"), row.get("mafft")
@@ -316,7 +317,7 @@ def main() -> None:
     ap.add_argument("--tree", type=int, default=1_000_000, help="sequences of the GPU guide-tree run (0: skip)")
     ap.add_argument("--compare", type=int, default=200_000,
                     help="sequences of the GPU + CPU + MAFFT guide-tree run (0: skip the CPU)")
-    ap.add_argument("--cpu-seconds", type=float, default=60.0, help="most CPU time for the anchor's nearest step")
+    ap.add_argument("--cpu-seconds", type=float, default=60.0, help="most CPU time for the member-reference step on the CPU")
     ap.add_argument("--mafft-sizes", default="200000,1000000", help="tree sizes MAFFT runs on ('' : none)")
     ap.add_argument("--mafft-timeout", type=float, default=240.0)
     ap.add_argument("--distance", choices=("lcs", "kmer"), default="lcs", help="distance of the exact groups")
@@ -365,6 +366,7 @@ def main() -> None:
           f"peak host {results['peak_host_bytes'] / 2**30:.2f} GiB (this process, CPU backend runs included)")
     print(table(results))
     if args.json:
+        write_manifest(args.json.parent)
         args.json.write_text(json.dumps(results, indent=2))
 
 

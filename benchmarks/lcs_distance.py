@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from msa.alphabet import encode  # noqa: E402
 from msa.backends.cpu import CpuBackend  # noqa: E402
 from msa.backends.cuda import CudaBackend  # noqa: E402
+from common import write_manifest  # noqa: E402
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 
@@ -109,6 +110,7 @@ def main() -> None:
     }
     print(json.dumps(report, indent=1))
     if args.json:
+        write_manifest(args.json.parent)
         args.json.write_text(json.dumps(report, indent=1))
 
 

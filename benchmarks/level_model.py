@@ -39,6 +39,8 @@ def time_levels(paths: list[str], out: str, threads: int) -> None:
     from msa.params import AlignParams, gap_costs
     from msa.pipeline import _set_threads, family_tree, prepare_family
 
+    from common import write_manifest  # after msa: common puts the checkout first on sys.path
+
     gpu = get_backend("cuda")
     force, rows, stamp = [0], [], [0.0]
 
@@ -74,6 +76,7 @@ def time_levels(paths: list[str], out: str, threads: int) -> None:
                 total = time.perf_counter() - start
             found[f"{Path(path).name}:{side}"] = np.array(rows)
             print(f"{Path(path).name} {'gpu' if side == 0 else 'host'}: {total:.3f} s, {len(rows)} levels", flush=True)
+    write_manifest(Path(out).resolve().parent)
     np.savez_compressed(out, threads=threads, **found)
 
 

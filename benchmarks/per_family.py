@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from common import write_manifest  # noqa: E402
 
 
 def run_once(command: str, cwd: Path) -> tuple[float, float]:
@@ -86,6 +87,7 @@ def main() -> None:
         print(f"{label}/{base}: wall sum {s[0] / b[0]:.2f}x, median {s[1] / b[1]:.2f}x; "
               f"cpu sum {s[2] / b[2]:.2f}x, median {s[3] / b[3]:.2f}x")
     if a.json:
+        write_manifest(a.json.parent)
         a.json.write_text(json.dumps({
             "load_before": load_before, "load_after": load_after, "rounds": a.rounds, "tools": tools,
             "inputs": {i.name: {label: {"wall": statistics.median(w for w, _ in times[label, i.name]),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9's semi-synthetic family, side by side: every sequence of a real BaliFam family plus
+# A semi-synthetic family, side by side: every sequence of a real BaliFam family plus
 # 9 variants (~8% substitutions, 0-2 short indels; datasets/semisynthetic.py), scored
 # against the family's BAliBASE reference (the originals are in it, the variants not).
 #
@@ -8,13 +8,14 @@
 # e.g. benchmarks/semisynthetic.sh ../shared/datasets/balifam/balifam10000-dev PF00078.10000
 #      ORIGINALS=1 benchmarks/semisynthetic.sh ../shared/datasets/balifam/balifam100 \
 #          PF00009.100,PF00078.100 msa,famsa,mafft,clustalo,kalign
-# TOOLS default msa-gpu,famsa-medoid; RESULTS (default bench-out) gets the JSON: one table
+# TOOLS default msa-gpu,famsa-medoid; RESULTS (default: today's run-set folder, common.results_dir)
+# gets the JSON: one table
 # and semi-<first>.json for the grown families and, with ORIGINALS=1, one more
 # (orig-<first>.json) for the same families as they are, to show what growing them costs.
 set -eu
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 src=$1 ids=$2 tools=${3:-msa-gpu,famsa-medoid}
-results=${RESULTS:-bench-out}
+results=${RESULTS:-$(python3 benchmarks/common.py)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/grown/in" "$work/grown/ref" "$work/grown/info" "$work/orig/info" "$results"

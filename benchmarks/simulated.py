@@ -16,7 +16,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from common import REPO, add_tool_arguments, align_and_score, print_table, summarize, tool_commands, write_json
+from common import (REPO, add_tool_arguments, align_and_score, print_table, results_dir, summarize, tool_commands,
+                    write_json)
 
 sys.path.insert(0, str(REPO / "datasets"))
 from simulate import SimParams, simulate, write_family  # noqa: E402
@@ -55,8 +56,8 @@ def main() -> None:
     summary = summarize(runs, tools)
     print(f"{case}: {a.threads} threads")
     print_table(summary)
-    write_json(a.out, runs, summary, {"params": asdict(params), "ref_size": a.ref_size,
-                                      "threads": a.threads, "commands": commands})
+    meta = {"params": asdict(params), "ref_size": a.ref_size, "threads": a.threads, "commands": commands}
+    write_json(a.out or results_dir() / f"sim{a.n}.json", runs, summary, meta)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """One large family on one GPU (``-o``) against the same on N GPUs (``-o --gpus N``: split along its
-guide tree, msa.run.split), each in a fresh process, with peak GPU and host memory (issue 31).
+guide tree, msa.run.split), each in a fresh process, with peak GPU and host memory.
 
     python3 benchmarks/split_family.py bench-data/balifam10000-dev/in/PF00078.10000 --copies 100 --gpus 2
     python3 benchmarks/split_family.py bench-data/balifam10000-dev/in/PF00037.10000 --copies 1000 --gpus 2 --skip-one
@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from msa.run.dask import TIMELINE_ENV, timeline_lines  # noqa: E402
 from msa.run.split import SPLIT_BYTES_ENV  # noqa: E402
+from common import write_manifest  # noqa: E402
 
 
 def main() -> None:
@@ -82,6 +83,7 @@ def main() -> None:
     for line in timeline_lines(timeline):
         print(line)
     if args.json:
+        write_manifest(args.json.parent)
         args.json.write_text(json.dumps(figures | {"timeline": timeline}, indent=1))
     if figures.get("identical") is False:
         sys.exit(1)

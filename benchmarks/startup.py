@@ -10,8 +10,8 @@ machine's drift falls on all of them alike, and each tree runs every command onc
 fill its caches. Prints each command's median and every run; outputs are compared across
 trees with ``cmp`` semantics (identical bytes). Every run is made from an empty folder: run from
 a checkout, ``python -m msa`` imports that checkout whatever ``PYTHONPATH`` says (``-m`` puts the
-working folder first on the path), which made every tree the same code in the comparisons of
-sessions 8 and 9 before this was found (docs/start-up.md); each tree is checked first.
+working folder first on the path), which would make every tree the same code in a comparison (docs/start-up.md); each tree is
+checked first.
 
 Python must be able to write bytecode: with ``PYTHONDONTWRITEBYTECODE`` set (some container
 images set it) every run recompiles every module it imports, which is not what a user who

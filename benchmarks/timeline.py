@@ -8,7 +8,7 @@ The arguments are msa's own. Marks go to stderr as ``seconds-since-start thread 
 run's own stage lines are left as they are. A start-up change is judged by the wall clock of
 whole runs (benchmarks/startup.py); this shows which thread a run waits on, e.g. that a run
 of ``msa add`` on the GPU ends its reading at the same time the CuPy and Numba imports end,
-because the three share the GIL (docs/start-up.md, session 9).
+because the three share the GIL (docs/start-up.md).
 """
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from msa.progressive import progressive_align  # noqa: E402
 from msa.scoring import score_alignments  # noqa: E402
 from msa.tree import build_guide_tree  # noqa: E402
 from msa.tree.weights import tree_weights  # noqa: E402
+from common import write_manifest  # noqa: E402
 
 
 def main() -> None:
@@ -59,6 +60,7 @@ def main() -> None:
         mean = np.array([r[str(s)] for r in rows]).mean(axis=0)
         print(f"scale {s:>3}: {mean[0]:.4f} / {mean[1]:.4f}  ({100 * (mean[0] - base[0]):+.2f} / {100 * (mean[1] - base[1]):+.2f})")
     if a.json:
+        write_manifest(a.json.parent)
         a.json.write_text(json.dumps({"sets": str(a.sets), "scales": scales, "families": rows}, indent=1))
 
 

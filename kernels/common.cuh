@@ -24,7 +24,7 @@ __device__ __forceinline__ long long segment_of(const long long* __restrict__ of
     return lo;
 }
 
-// MAFFT's length-factor constants A, B, C, D (anchor A6) of the 6-mer alphabet in use,
+// MAFFT's length-factor constants A, B, C, D (MAFFT's PLENFACA-D and D6LENFACA-D, core/disttbfast.c) of the 6-mer alphabet in use,
 // passed at run time as 4 doubles from their one definition (msa.distances.kmers.KmerAlphabet).
 struct Lenfac {
     double a, b, c, d;

@@ -1,5 +1,5 @@
 // Hyyro's bit-parallel LCS step, shared by lcs_distance.cu and lcs_prim.cu (CPU oracle:
-// msa/backends/cpu_kmers.py, _lcs_length).
+// msa/backends/cpu/lcs.py).
 //
 // One residue c of b updates the bit vector V of a (W 64-bit words, masks M_c of a):
 //     V' = (V + (V & M_c)) | (V & ~M_c)

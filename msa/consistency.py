@@ -183,9 +183,9 @@ class LevelBonuses:
     launch), so that before a merge its samples' columns in its two children are there; each
     batch's tables are made there from the library and those columns (add_bonuses) and brought
     over to a level run on the other side (the host's levels of a hybrid run). The host walked
-    them before (path compression, as the compiled call does): each guided level's maps came to
-    the host and the next level waited for its walks, the device idle meanwhile (~1 ms a level
-    over ~500 levels in PF00625.10000, session 29); a walk step here is a few bytes of device
+    them instead (path compression, as the compiled call does), each guided level's maps would
+    come to the host and the next level wait for its walks, the device idle meanwhile (~1 ms a
+    level over ~500 levels in PF00625.10000 on an H100); a walk step here is a few bytes of device
     memory, every sampled residue a step per level above it.
 
     The sampled residues lie in the forest's leaf order (msa.tree.guide_tree.forest_spans): a

@@ -307,7 +307,7 @@ def _environments_without_imports() -> Iterator[None]:
     An entry's environments (one per compiled function, its helpers' included) are pickled as
     (module name, constants) and rebuilt by importing the module, for its globals: loading the
     example's entries imported ``numba.np.arrayobj`` and, through it, Numba's string, hashing
-    and random implementations (10-12 ms on the 2-core dev machine, 39 ms on a device host;
+    and random implementations (10-12 ms on a 2-core machine, 39 ms on a 16-core GPU host;
     docs/compiled-code.md). Only object-mode code reads an environment's
     globals; msa compiles nopython code only, and Numba's own implementation modules hold
     nothing else. So an environment of a ``numba.*`` module that is not imported yet gets a
@@ -333,8 +333,8 @@ def _environments_without_imports() -> Iterator[None]:
 
 def _initialize_runtime(rtsys: Any, target_context: Any) -> None:
     """Numba's runtime (NRT) initialised with its LLVM module loaded as machine code where the
-    wheel shipped it, instead of compiled by LLVM as Numba does in every process (16 ms on the
-    2-core dev machine, 38 ms on the device hosts; docs/compiled-code.md). Building
+    wheel shipped it, instead of compiled by LLVM as Numba does in every process (16 ms on a
+    2-core machine, 38 ms on a 16-core GPU host; docs/compiled-code.md). Building
     (msa._runtime.precompile), the module is compiled with object caching and saved for the wheel.
     Numba's own way where the runtime is initialised already, its debug build is asked for
     (NUMBA_DEBUG_NRT) or nothing is shipped."""
@@ -379,7 +379,7 @@ def _object_symbols(codegen: Any) -> Iterator[None]:
 
     A cache entry holds a function's object code and the bitcode other functions link against
     when they are compiled. Numba parses that bitcode on every load and walks it to learn the
-    symbols the object defines: 0.07 s of the example's 0.56 s on the 2-core dev machine
+    symbols the object defines: 0.07 s of the example's 0.56 s on a 2-core machine
     (docs/compiled-code.md). A run that only loads needs neither: the symbols are read
     from the object's ELF symbol table (a superset of the bitcode's: checked for every entry
     in tests/unit/test_jitcache.py) and the bitcode is parsed the first time a compile links

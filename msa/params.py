@@ -71,8 +71,8 @@ WEIGHTS_MAX_SEQUENCES = 1 << 16
 #: ``--consistency N`` (msa.consistency): the merges whose two sides both hold at least this
 #: many sequences get N x N sampled pairwise alignments; a cell gains na x nb x CONSISTENCY_WEIGHT
 #: x the matrix's mean identity score x the share of those pairs that align it, each pair counted
-#: by its alignment's identity (session 28; balifam1000: minimum sides 8, 16, 32 and weights
-#: 0.25-2 measured; docs/accuracy.md).
+#: by its alignment's identity (T-Coffee's primary library weight; on balifam1000 minimum sides
+#: 8, 16, 32 and weights 0.25-2 were measured: docs/accuracy.md).
 CONSISTENCY_MIN_SIDE = 16
 CONSISTENCY_WEIGHT = 1.0
 #: At most this many merges take bonuses by that rule, those whose smaller side is the largest
@@ -83,19 +83,18 @@ CONSISTENCY_MAX_MERGES = 1024
 #: Single linkage grows a large cluster by taking in one or a few sequences at a time, merges
 #: that rule never guides. So a family's n / CONSISTENCY_ABSORB_PER merges (n: its distinct
 #: sequences) whose larger side is the largest (at least CONSISTENCY_MIN_SIDE) take bonuses
-#: too: up to N drawn from each side, every sequence of a smaller side (session 27,
-#: docs/accuracy.md: over three seeds +0.2 SP / +1.7 TC on balifam1000, +0.6 / +2.7 on
+#: too: up to N drawn from each side, every sequence of a smaller side (docs/accuracy.md: over three seeds +0.2 SP / +1.7 TC on balifam1000, +0.6 / +2.7 on
 #: balifam10000-dev).
 CONSISTENCY_ABSORB_PER = 10
-#: Families of more distinct sequences than this are aligned without bonuses: the level loop
-#: keeps a host copy of every level's maps for them (8 bytes a column of every node).
+#: Families of more distinct sequences than this are aligned without bonuses: the library and
+#: the maps its walks read grow with the family (docs/accuracy.md).
 CONSISTENCY_MAX_SEQUENCES = 1 << 16
 #: ``--consistency``'s words; any other value is a number of sequences drawn from each side.
 CONSISTENCY_MODES = ("auto", "off")
 #: ``--consistency auto`` draws CONSISTENCY_AUTO_SAMPLES a side in the families ``--refine auto``
-#: leaves alone (more than REFINE_AUTO_MAX distinct sequences): there it gained 1.5-1.7 SP points
-#: (balifam1000, balifam10000-dev), where refinement gains 0.1; on balifam100, which refinement
-#: covers, it lost 0.4-0.5 (docs/accuracy.md).
+#: leaves alone (more than REFINE_AUTO_MAX distinct sequences): there it gains most of msa's lead
+#: over FAMSA 2 (balifam1000, balifam10000-dev), where refinement gains 0.1; on balifam100, which
+#: refinement covers, it lost 0.4-0.5 SP (docs/accuracy.md).
 CONSISTENCY_AUTO_SAMPLES = 8
 
 
@@ -109,7 +108,7 @@ class Scheme:
     terminal_gap: float
 
 
-#: Protein: FAMSA 2's PFASUM43 and gap costs (anchor-facts C2, C3).
+#: Protein: FAMSA 2's PFASUM43 and gap costs (FAMSA's src/core/params.h, ``CParams``' defaults).
 PROTEIN_SCHEME = Scheme("PFASUM43", 14.85, 1.25, 0.66)
 #: Seconds ``--scheduler ADDRESS`` waits for the connection and the scheduler's first answer.
 CONNECT_TIMEOUT = 10.0

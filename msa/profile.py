@@ -2,7 +2,7 @@
 
 A profile of N sequences and W columns is an ``(W, N_COUNTS)`` int32 table: per
 column the count of each of the 24 residue codes, then the typed gap counts of
-FAMSA (anchor C4): internal gap opens and extensions, terminal gap opens and
+FAMSA (src/core/profile.h, ``CProfile``'s counters): internal gap opens and extensions, terminal gap opens and
 extensions. The score table S that FAMSA keeps beside the counts is a linear
 function of them, so kernels derive it on the fly instead of storing it.
 """

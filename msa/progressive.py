@@ -254,7 +254,7 @@ class _Forest:
 #: backend (tests compare the two).
 HYBRID = True
 #: The level model, seconds, fitted to 9,494 levels of 6 families timed on each side (H200 host,
-#: 16 cores, session 18; `benchmarks/level_model.py`): a GPU level pays a fixed cost (a dozen
+#: 16 cores; `benchmarks/level_model.py`): a GPU level pays a fixed cost (a dozen
 #: launches and allocations, metadata uploads, a wait for the parents' widths), its longest
 #: merge's chain of DP steps, and a little per column and merge; a host level a smaller fixed
 #: cost (NumPy and calls), its cells shared by the threads, its largest merge's cells (on one
@@ -280,7 +280,7 @@ LINK_BYTE_S = 1 / 1.0e10
 HOST_STAGE = "model"
 #: That prediction, seconds, fitted (non-negative least squares on relative errors) to both
 #: ways timed on 24 families of 200-10^4 sequences of mean length 23-489, H200 host, 16 threads
-#: (session 21, benchmarks/results/h200-session21/host-stage.json): the one call pays per
+#: (`benchmarks/host_stage.py`): the one call pays per
 #: squared sequence length (its merges' cells), per level and per residue; the level loop per
 #: level and per residue; 23 of the 24 picks were the faster way (26.3 s against the level
 #: loop's 29.1 s, 26.0 s at best). A short family's deep tree is the host's (PF00037.10000, 3,113

@@ -14,7 +14,11 @@ app = typer.Typer(
     name="msa",
     help="Multiple sequence alignment of large protein and nucleotide families: FAMSA's exact "
     "single-linkage guide tree over LCS distances (PartTree above --mst-tree-max sequences), then "
-    "batched profile alignment on the GPU or the CPU, both giving the same bytes.",
+    "batched profile alignment on the GPU or the CPU, both giving the same bytes. Each command runs "
+    "in its own process and leaves nothing running.",
+    epilog="Exit status: 0 success; 1 failure (one 'msa: error:' line on stderr); 2 usage error (a "
+    "command line that does not parse); "
+    "130 or 143 interrupted by SIGINT or SIGTERM. Every command reads gzip input.",
     context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits -h
     add_completion=False,
     no_args_is_help=True,

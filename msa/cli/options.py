@@ -87,7 +87,16 @@ WeightsOpt = Annotated[
 KeepDupOpt = Annotated[
     bool, typer.Option("--keep-duplicates", help="Align identical sequences separately instead of once.")
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random PartTree reference picks and of the refinement's candidates.")]
+SeedOpt = Annotated[
+    int,
+    typer.Option(
+        "--seed",
+        help="Seed of every random draw, so a run repeats byte for byte: PartTree's reference picks and "
+        "split samples, the refinement's candidate splits (and random library partners where its method "
+        "uses them), and the sequences --consistency draws from "
+        "each side of a merge.",
+    ),
+]
 RefineOpt = Annotated[
     str,
     typer.Option(

@@ -54,7 +54,7 @@ class KmerAlphabet:
 
     ``groups``: residue code -> group (< 6), or 6 for a letter dropped before
     6-mers are made. ``lenfac``: MAFFT's length-factor constants (A, B, C, D) of
-    ``1 / (D * l_short / l_long + B / (l_long + C) + A)`` (anchor A6), float64.
+    ``1 / (D * l_short / l_long + B / (l_long + C) + A)`` (MAFFT's PLENFACA-D, D6LENFACA-D in core/disttbfast.c), float64.
 
     Nucleotide 6-mers are coded in base 6 like protein ones, not in MAFFT's base
     4: with digits 0..3 the code is still one-to-one with the 6-mer, so the

@@ -739,7 +739,7 @@ def _reachable(address: str, timeout: float) -> None:
 
 #: Most workers a local cluster puts on one GPU. One worker's Python drives its GPU between
 #: launches (a level's host side, the guide tree's host work), which leaves the GPU idle much
-#: of the time; more processes fill it. Measured (session 26, one H200, 16 cores, 72 families
+#: of the time; more processes fill it. Measured (one H200, 16 cores, 72 families
 #: of ~10^4 sequences, default command, outputs byte-identical): one process 98.2 s; 3, 4 and
 #: 6 workers on the GPU 58.2, 54.1 and 53.8 s (another machine: 1, 2, 3 workers 136.6, 84.0, 62.9 s).
 MAX_WORKERS_PER_GPU = 4

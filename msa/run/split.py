@@ -44,10 +44,10 @@ from msa.tree.weights import family_weights
 
 #: A family whose input file is larger is split across the workers of a run that has several,
 #: smaller ones are aligned whole on one worker (``$MSA_SPLIT_FAMILY_BYTES`` overrides it).
-#: The split has not yet paid on a family one GPU holds: on 2 H200 (session 19) the 10^6
+#: The split has not yet paid on a family one GPU holds: on 2 H200 the 10^6
 #: family PF00078.10000 x 100 (0.2 GB) took 44.7 s split against 29.1 s on one GPU, and the
-#: 10^7 family PF00037.10000 x 1000 (0.53 GB) 137.6 s split against 120 s on one H100
-#: (session 18): the plan's worker reads and builds the whole tree, and the pieces' chains of
+#: 10^7 family PF00037.10000 x 1000 (0.53 GB) 137.6 s split against 120 s on one H100:
+#: the plan's worker reads and builds the whole tree, and the pieces' chains of
 #: merges are nearly as deep as the whole tree's (docs/scale-out.md). So only a family past
 #: 1 GiB (~3x10^6 sequences of 300 residues), where one GPU's memory may not hold the aligning
 #: stage, is split.

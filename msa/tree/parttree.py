@@ -1,4 +1,4 @@
-"""PartTree (MAFFT's ``splitseq_mq``, anchor B2), one batched pass per recursion depth.
+"""PartTree (MAFFT's ``splitseq_mq``, core/splittbfast.c), one batched pass per recursion depth.
 
 Every node of a depth is handled together: one backend call for the distances
 to each node's reference, one for the pick x pick matrices, one for the

@@ -124,3 +124,13 @@ def test_device_cuda_without_cupy_says_how_to_get_it(run_msa, tmp_path: Path) ->
     (tmp_path / "in.fa").write_bytes(TEST)
     err = one_line_error(run_msa("align", "in.fa", "-o", "out.fa", "--device", "cuda", cwd=tmp_path))
     assert "--device cuda: CuPy is not installed" in err and "pip install 'msa[gpu]'" in err
+
+
+def test_help_states_the_exit_statuses_and_what_the_seed_seeds() -> None:
+    """``msa --help`` gives every exit status; ``--seed`` names each draw it seeds."""
+    top = " ".join(CliRunner().invoke(app, ["--help"], prog_name="msa", env={"COLUMNS": "400"}).output.split())
+    for status in ("0 success", "1 failure", "2 usage error", "130 or 143"):
+        assert status in top
+    seed = next(p.help for p in typer.main.get_command(app).commands["align"].params if p.name == "seed")
+    for draw in ("PartTree", "refinement", "--consistency"):
+        assert draw in seed

@@ -1,5 +1,5 @@
 """A full disk ends a run with one ``msa: error:`` line and exit 1 on every writer path, leaving
-no output or temporary file and any existing file at ``-o`` as it was (issue 16)."""
+no output or temporary file and any existing file at ``-o`` as it was."""
 from __future__ import annotations
 
 import errno

@@ -115,7 +115,7 @@ def _compiled(cache: Path) -> list[Path]:
 
 def test_example_is_the_same_from_fatbins_and_from_nvrtc(tmp_path: Path) -> None:
     """The CLI on the bundled example, empty CuPy caches: identical bytes; with the fatbins, none
-    of msa's kernels reaches NVRTC, and neither does any CuPy operation (issue 10: nothing
+    of msa's kernels reaches NVRTC, and neither does any CuPy operation (nothing
     compiled on a first run)."""
     shipped, nvrtc = tmp_path / "fatbin.fa", tmp_path / "nvrtc.fa"
     cache = _run(tmp_path, "fatbin", ["align", str(EXAMPLE), "-o", str(shipped)])

@@ -111,7 +111,7 @@ def _stamp(folder: Path) -> str:
 
 def test_the_example_compiles_nothing(installed: Path, tmp_path: Path) -> None:
     """The README's first command, run as a new user would after `pip install .`, loads every
-    function from the shipped cache (issue 10: no JIT on the user's machine)."""
+    function from the shipped cache (no JIT on the user's machine)."""
     env = _clean_env(tmp_path)
     out = _run_counting(["align", str(EXAMPLE), "-o", str(tmp_path / "x.fa"), "--tree-out", str(tmp_path / "t.nwk")],
                         tmp_path, env)

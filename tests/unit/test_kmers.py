@@ -119,7 +119,7 @@ def test_distances_match_brute_force() -> None:
     check_distances(rng, db, PROTEIN, kmers, 10000.0, (1, 2, 5, 40), (0, 3, 4, 12), [50, 30, 40])
 
 
-#: MAFFT's nucleotide groups (anchor A2): a g c t/u; N and every other code dropped.
+#: MAFFT's nucleotide groups (MAFFT's core/disttbfast.c, makepointtable_nuc): a g c t/u; N and every other code dropped.
 MAFFT_NUC = {b: g for g, letters in enumerate(("aA", "gG", "cC", "tTuU")) for b in letters.encode()}
 NUC_LETTERS = np.frombuffer(b"ACGTacgtUu", np.uint8)
 AMBIGUOUS = np.frombuffer(b"NnRYSWKMBDHV*", np.uint8)

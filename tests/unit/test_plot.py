@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -86,7 +88,7 @@ def test_the_time_legend_names_the_cpu_and_sits_outside_the_lines(tmp_path: Path
     import plot
 
     figures = []
-    monkeypatch.setattr(plot, "_save", lambda fig, stem, plt: figures.append(fig) or [])
+    monkeypatch.setattr(plot, "_save", lambda fig, stem, plt, caption=(): figures.append(fig) or [])
     times = {"msa": {1000: ([0.8], []), 100000: ([38.0], [])}, "msa-gpu": {1000: ([1.0], []), 100000: ([7.0], [])},
              "famsa": {100000: ([], [300.0])}}
     accuracy = {"balifam1000": ({"msa": (0.8, 0.5), "msa (other)": (0.8, 0.5), "famsa": (0.8, 0.5)}, 3)}
@@ -128,3 +130,64 @@ def test_per_family_times_read_each_input_s_residues(tmp_path: Path) -> None:
         sys.path.remove(str(REPO / "benchmarks"))
     assert family_times([tmp_path / "setA.json"], [tmp_path / "data"]) == {
         "setA": {"msa-auto": [(7, 1.5)], "famsa": [(7, 0.5)]}}
+
+
+def _brace(word: str) -> list[str]:
+    """Bash's brace expansion of one ``{a,b}`` group, as the README's command uses it."""
+    m = re.search(r"\{([^{}]*)\}", word)
+    return [word[: m.start()] + part + word[m.end():] for part in m[1].split(",")] if m else [word]
+
+
+def test_the_readme_table_is_what_plot_py_makes_of_its_run_sets(monkeypatch) -> None:
+    """The README's results table is plot.py's table of the files its command names, so the
+    runners' results regenerate it (``--readme``)."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    from plot import TABLE_MARKERS, table
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    command = next(b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "benchmarks/plot.py" in b)
+    words = shlex.split(command.replace("\\\n", " "))
+    files = [REPO / w for word in words for w in _brace(word) if w.endswith(".json")]
+    assert files and all(f.is_file() for f in files), files
+    shown = readme[readme.index(TABLE_MARKERS[0]) + len(TABLE_MARKERS[0]):readme.index(TABLE_MARKERS[1])]
+    assert shown.strip() == table(files, REPO / "benchmarks" / "results").strip()
+
+
+def test_table_names_each_command_and_run_set(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    from plot import put_table, table
+
+    run_set = tmp_path / "2026-01-01_abc1234_cpu-2c"
+    run_set.mkdir()
+    summary = {"msa": {"cases": 2, "sp": 0.9, "tc": 0.5, "wall_s": 3.0},
+               "famsa": {"cases": 0, "sp": None, "tc": None, "wall_s": 9.0}}
+    runs = [_run("famsa", "a", None, 9.0, "famsa timed out after 9 s")]
+    _write(run_set / "set.json", {"sets": "/x/balifam1000", "commands": {"msa": "msa align --consistency off"}},
+           runs, summary)
+    text = table([run_set / "set.json"], tmp_path)
+    assert "`msa --consistency off`" in text and "FAMSA 2" in text
+    assert "| balifam1000 (2) | `2026-01-01_abc1234_cpu-2c` | 0.900 / 0.500, 3.0 s | stopped at 9 s |" in text
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- results table -->\nold\n<!-- end of results table -->\nb\n")
+    put_table(readme, text)
+    assert readme.read_text() == "a\n<!-- results table -->\n" + text + "<!-- end of results table -->\nb\n"
+
+
+def test_results_dir_writes_the_manifest_once_and_adds_each_command(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import common
+
+    monkeypatch.setattr(sys, "argv", ["benchmarks/balifam.py", "--threads", "2"])
+    folder = common.results_dir("testhost", root=tmp_path)
+    date, commit, host = folder.name.split("_")
+    assert host == "testhost" and len(date) == 10 and commit
+    monkeypatch.setattr(sys, "argv", ["benchmarks/simulated.py", "-n", "10"])
+    common.write_manifest(folder)
+    common.write_manifest(folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["commands"] == ["python3 benchmarks/balifam.py --threads 2",
+                                    "python3 benchmarks/simulated.py -n 10"]
+    assert {"gpu", "gpus", "driver", "cores"} <= set(manifest["host"]) and "numpy" in manifest["packages"]
+    assert common.host_label({"gpu": "NVIDIA H100 80GB HBM3", "gpus": 2, "cores": 32}) == "2xh100-32c"
+    assert common.host_label({"gpu": "NVIDIA A100-SXM4-80GB", "gpus": 1, "cores": 16}) == "a100-16c"
+    assert common.host_label({"gpu": None, "gpus": 0, "cores": 2}) == "cpu-2c"

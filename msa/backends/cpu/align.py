@@ -1,7 +1,7 @@
 """Numba kernels of the progressive stage: FAMSA 2's profile-profile Gotoh DP, in integers.
 
-One merge follows ``AlignSeqSeq`` / ``AlignProfProf`` of FAMSA 2.5 (anchor-facts
-C4-C6): three states (D column-column, H gap column put into P1, V gap column
+One merge follows FAMSA 2.5's ``CProfile::AlignSeqSeq`` (src/core/profile_seq.cpp) and
+``CProfile::AlignProfProf`` (src/core/profile.cpp): three states (D column-column, H gap column put into P1, V gap column
 put into P2), typed gap insertion costs, re-typing corrections on D steps, H<->V
 transitions (ALWAYS_3_DIRS) except between two single sequences, FAMSA's
 borders and tie-breaking, int64 scores with -inf = -2**62. The traceback yields
@@ -110,7 +110,7 @@ def dp_path(
     w1, w2 = c1.shape[0], c2.shape[0]
     go, ge, tgo, tge = g[0], g[1], g[2], g[3]
     three_dirs = not seqseq
-    # Per column of P2: score table S2 (anchor C4), residue count, V insertion costs.
+    # Per column of P2: score table S2 (FAMSA's ``CProfile::CalculateCountersScores``), residue count, V insertion costs.
     # s2 is stored residue-major so each DP row's column scores are one
     # vectorizable sweep over j (see ``trow`` below).
     s2 = np.empty((_NRES, w2 + 1), dtype=np.int64)
@@ -190,7 +190,7 @@ def dp_path(
         # best; then H or V as each state prefers). A transition that is not allowed
         # gets EXCLUDED, which never wins. D and V read only the row before, so they
         # are one sweep over j that the compiler vectorizes (the progressive stage of
-        # balifam1000 families 1.5-1.7x on 2 cores, session 18). H is the chain along the
+        # balifam1000 families 1.5-1.7x faster on 2 cores than a cell at a time). H is the chain along the
         # row: H[j] = max(cand[j], H[j - 1] + r2[j] * h_cont), cand from D and V. With
         # ext[j] = h_cont * (r2[1] + .. + r2[j]), H[j] - ext[j] is a running maximum of
         # cand[j] - ext[j]: the serial part is one max a cell, between two vectorized sweeps
@@ -288,7 +288,7 @@ def dp_seqseq(c1: np.ndarray, c2: np.ndarray, m: np.ndarray, g: np.ndarray, path
     """:func:`dp_path` of two sequences of weight 1 without bonuses (``seqseq``: every count 1,
     no gap counts), its recurrence with the counts taken out: the same scores, directions and
     path. The consistency library is all such merges (~10^8 cells a family of 10^3), where
-    dp_path took ~8 ns a cell on one core, this ~2.3 (2-core dev machine, session 30).
+    dp_path takes ~8 ns a cell on one core of a 2-core machine, this ~2.3.
 
     A row's D and V read only the row before: one sweep the compiler vectorizes, writing the
     directions. H is the chain along the row, and its extension cost is the same in every
@@ -555,7 +555,7 @@ def _align_serial(
 
 
 #: Batches of fewer DP cells than this (and batches of one merge) run on the calling thread:
-#: a merge costs ~5-10 ns a cell on one core (2-core dev machine, session 18), and waking
+#: a merge costs ~5-10 ns a cell on one core (a 2-core machine), and waking
 #: the pool ~40 us.
 SERIAL_CELLS = 1 << 14
 

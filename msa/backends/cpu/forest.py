@@ -4,7 +4,7 @@ msa.progressive drives the stage a level at a time, a gather, a batch of merges 
 placement per level, each one backend call; on the GPU each is a launch and must be. On the
 CPU each level also paid 80-120 us of NumPy and dispatch, and single linkage's deep trees
 are hundreds of levels of one small merge: PF01381.1000 (1,024 distinct sequences) has 534
-levels and spent 66 ms in the stage, 23 ms of it in the DP (2-core dev machine, session 20).
+levels and spent 66 ms in the level loop, 23 ms of it in the DP (a 2-core machine).
 Here the same loop runs compiled, with the same pieces: leaves' one-hot rows and children's
 tables gathered as msa.backends.cpu.segments gathers them, each level's merges by
 msa.backends.cpu.align's ``_align_serial`` / ``_align_batch`` (the same DP, so the same
@@ -20,7 +20,7 @@ copied out of the batch's array, so a parent still waiting keeps only its own ro
 level's maps are kept for the top-down pass and the consistency bonuses (8 bytes a column of
 every non-root node), as the level loop keeps them. (One array for all levels' maps, grown by
 doubling, made the stage 1.7-6x slower on PF03129.10000: its frees moved glibc's mmap
-threshold, and every other run page-faulted ~5 GB; session 24.) The bonuses' long walks leave a
+threshold, and every other run page-faulted ~5 GB.) The bonuses' long walks leave a
 jump on each inner node they passed (its width, 8 bytes a column: at most the maps').
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@
 Each copy has a serial and a parallel build (separate functions: Numba's cache keys on the
 function, not on ``parallel``). Deep trees are mostly levels of one or two merges whose
 segments hold a few hundred rows; waking the thread pool for them cost ~40 us a call
-(PF00037.10000, 3,113 levels: 0.28 s of the CPU's 0.63 s progressive stage on 2 cores,
-session 18), more than the copy.
+(PF00037.10000, 3,113 levels: 0.28 s of the CPU's 0.63 s progressive stage on 2 cores),
+more than the copy.
 """
 from __future__ import annotations
 

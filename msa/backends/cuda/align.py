@@ -21,8 +21,8 @@ from msa.profile import N_COUNTS, AlignBatch, AlignResult
 #: slower, docs/progressive.md): at most DP_THREADS threads for batches with at least as many
 #: merges as SMs, DP_FEW_THREADS for fewer (the long merges of deep trees and the root).
 #: 128 rather than 256: a chunk of P2 costs W1 + threads - 1 wavefront steps, so narrower
-#: chunks waste fewer thread-steps where a level has merges enough to fill the GPU (H100,
-#: session 10: whole progressive stages 3-12 % faster, `msa add`'s batches 6 %).
+#: chunks waste fewer thread-steps where a level has merges enough to fill the GPU (on an
+#: H100 whole progressive stages 3-12 % faster than with 256, `msa add`'s batches 6 %).
 DP_THREADS = 128
 DP_FEW_THREADS = 512
 #: Most threads of each dp_fill<K> / dp_pipe<K> instantiation (kernels/merge_dp.cu).

@@ -2,7 +2,7 @@
 
 ``msa add`` and ``msa merge`` on the GPU need Numba for nothing else: with the records
 filled here, their runs never import it (msa._runtime.startup), and its import no longer takes the
-GIL from the reading and the aligning (docs/start-up.md, session 13).
+GIL from the reading and the aligning (docs/start-up.md).
 """
 from __future__ import annotations
 
