@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from numba.core.registry import CPUDispatcher
 
 import msa
@@ -455,3 +456,24 @@ def test_a_run_without_bytecode_writes_it_to_msas_cache_and_aligns_the_same(tmp_
     subprocess.run([sys.executable, "-m", "msa", "align", example, "-o", "plain.fa", "-q"], cwd=tmp_path,
                    env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
     assert (tmp_path / "one.fa").read_bytes() == (tmp_path / "two.fa").read_bytes() == (tmp_path / "plain.fa").read_bytes()
+
+
+def test_a_module_half_made_by_a_failed_start_is_one_line(monkeypatch, capsys) -> None:
+    """Where the start's thread failed to import Numba (no memory to map it), the main thread
+    meets a half-made module (a missing name): one line naming the first failure; without such
+    a failure a missing name is a bug and keeps its traceback."""
+    import types
+
+    import typer
+
+    from msa._runtime import startup
+    from msa.cli.common import _errors
+
+    half_made = types.ModuleType("numba")
+    monkeypatch.setattr(startup, "import_failure", MemoryError())
+    with pytest.raises(typer.Exit), _errors():
+        half_made.njit  # noqa: B018
+    assert capsys.readouterr().err == "msa: error: cannot load numba: out of memory\n"
+    monkeypatch.setattr(startup, "import_failure", None)
+    with pytest.raises(AttributeError), _errors():
+        half_made.njit  # noqa: B018
