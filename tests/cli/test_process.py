@@ -85,7 +85,7 @@ def test_a_process_substitution_is_an_input(tmp_path: Path, process_mark) -> Non
 def test_a_small_address_space_limit_is_one_line_and_no_output(tmp_path: Path, process_mark) -> None:
     """``ulimit -v`` of the caller's shell binds the work: one line, a non-zero exit, no file."""
     inputs(tmp_path)
-    result = bash("ulimit -v 300000; MSA align x.fa -o out.fa -q --device cpu", tmp_path, process_mark.env())
+    result = bash("ulimit -v 150000; MSA align x.fa -o out.fa -q --device cpu", tmp_path, process_mark.env())
     err = result.stderr.decode()
     assert result.returncode != 0 and "Traceback" not in err, err
     assert len(err.splitlines()) == 1 and err.startswith("msa: error: "), err
@@ -116,3 +116,49 @@ def test_sigkill_of_msa_leaves_nothing_running(tmp_path: Path, command: str, pro
     for pid in left:  # not to leave them to the next test either
         os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+@pytest.mark.skipif(shutil.which("nohup") is None, reason="nohup")
+def test_nohup_keeps_a_run_through_sighup(tmp_path: Path, process_mark) -> None:
+    """``nohup msa ...``: a hangup while the run waits for its input leaves it running to a
+    whole output, as for any command (the signal's disposition is the caller's)."""
+    inputs(tmp_path)
+    env = process_mark.env()
+    expected = msa("align", "x.fa", "-q", "--device", "cpu", cwd=tmp_path, env=env).stdout
+    os.mkfifo(tmp_path / "fifo.fa")
+    proc = subprocess.Popen(["nohup", sys.executable, "-m", "msa", "align", "fifo.fa", "-o", "out.fa", "-q",
+                             "--device", "cpu"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not process_mark.processes() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(1.0)  # the interpreter started, waiting for the FIFO's writer
+    proc.send_signal(signal.SIGHUP)
+    time.sleep(0.3)
+    assert proc.poll() is None
+    (tmp_path / "fifo.fa").write_bytes(FASTA)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode() if proc.stderr else ""
+    assert (tmp_path / "out.fa").read_bytes() == expected
+
+
+def test_ctrl_z_stops_the_work_itself(tmp_path: Path, process_mark) -> None:
+    """SIGTSTP (a terminal's Ctrl-Z) stops the process that does the work, and SIGCONT goes on."""
+    inputs(tmp_path)
+    os.mkfifo(tmp_path / "fifo.fa")
+    proc = subprocess.Popen([sys.executable, "-m", "msa", "align", "fifo.fa", "-o", "out.fa", "-q", "--device",
+                             "cpu"], cwd=tmp_path, env=process_mark.env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not process_mark.processes() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTSTP)
+    state = ""
+    while state != "T" and time.monotonic() < deadline:
+        time.sleep(0.02)
+        state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state == "T" and process_mark.processes() == [proc.pid]
+    proc.send_signal(signal.SIGCONT)
+    (tmp_path / "fifo.fa").write_bytes(FASTA)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode() if proc.stderr else ""
+    assert (tmp_path / "out.fa").read_bytes().count(b">") == 4
