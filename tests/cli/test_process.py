@@ -42,6 +42,13 @@ def msa(*args: object, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
                           timeout=600)
 
 
+def reference(folder: Path, process_mark) -> tuple[dict[str, str], bytes]:
+    """The inputs written to ``folder``, the marked environment, and ``x.fa``'s alignment on stdout."""
+    inputs(folder)
+    env = process_mark.env()
+    return env, msa("align", "x.fa", "-q", "--device", "cpu", cwd=folder, env=env).stdout
+
+
 def bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     """``script`` in bash, ``MSA`` in it standing for ``python -m msa``."""
     return subprocess.run(["bash", "-c", script.replace("MSA", f"{sys.executable} -m msa")], cwd=cwd, env=env,
@@ -60,9 +67,7 @@ def test_no_process_outlives_a_command(tmp_path: Path, command: str, process_mar
 
 def test_an_output_on_an_inherited_descriptor_reaches_its_reader(tmp_path: Path, process_mark) -> None:
     """``-o /dev/fd/N`` writes to the caller's descriptor N, here a process substitution's pipe."""
-    inputs(tmp_path)
-    env = process_mark.env()
-    expected = msa("align", "x.fa", "-q", "--device", "cpu", cwd=tmp_path, env=env).stdout
+    env, expected = reference(tmp_path, process_mark)
     result = bash("MSA align x.fa -q --device cpu -o /dev/fd/7 7> >(cat > got.fa); wait", tmp_path, env)
     assert result.returncode == 0, result.stderr.decode()
     deadline = time.monotonic() + 10
@@ -72,9 +77,7 @@ def test_an_output_on_an_inherited_descriptor_reaches_its_reader(tmp_path: Path,
 
 
 def test_a_process_substitution_is_an_input(tmp_path: Path, process_mark) -> None:
-    inputs(tmp_path)
-    env = process_mark.env()
-    expected = msa("align", "x.fa", "-q", "--device", "cpu", cwd=tmp_path, env=env).stdout
+    env, expected = reference(tmp_path, process_mark)
     result = bash("MSA align <(cat x.fa) -q --device cpu", tmp_path, env)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout == expected
@@ -122,9 +125,7 @@ def test_sigkill_of_msa_leaves_nothing_running(tmp_path: Path, command: str, pro
 def test_nohup_keeps_a_run_through_sighup(tmp_path: Path, process_mark) -> None:
     """``nohup msa ...``: a hangup while the run waits for its input leaves it running to a
     whole output, as for any command (the signal's disposition is the caller's)."""
-    inputs(tmp_path)
-    env = process_mark.env()
-    expected = msa("align", "x.fa", "-q", "--device", "cpu", cwd=tmp_path, env=env).stdout
+    env, expected = reference(tmp_path, process_mark)
     os.mkfifo(tmp_path / "fifo.fa")
     proc = subprocess.Popen(["nohup", sys.executable, "-m", "msa", "align", "fifo.fa", "-o", "out.fa", "-q",
                              "--device", "cpu"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
