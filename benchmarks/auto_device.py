@@ -1,4 +1,4 @@
-"""Calibrate ``--device auto``'s cost model (msa._runtime.startup.COSTS): time on a GPU host, fit anywhere.
+"""Calibrate ``--device auto``'s cost model (msa.run.plan.COSTS): time on a GPU host, fit anywhere.
 
     python benchmarks/auto_device.py time --json times.json [--runs 1] [--few-every 2] [--msa 'msa'] \
         datasets/examples/example.fa \
@@ -6,14 +6,12 @@
         /work/shared/datasets/balifam/balifam10000-dev/in/*
     python benchmarks/auto_device.py fit times.json
 
-``time``: each input is aligned by ``msa align IN -o OUT`` as users run it, one command per run
-(on msa's warm server, whose costs are ``SERVED_COSTS``; with ``MSA_SERVER=off`` each in a
-process of its own, whose costs are ``COSTS``),
+``time``: each input is aligned by ``msa align IN -o OUT`` as users run it, one process per run,
 with ``--device cpu`` (all cores), ``--device cpu --threads CORES/4`` (every ``--few-every``-th
 input: the cores' term) and ``--device cuda``; the runs are interleaved (one of each, then the
 next input) after one untimed run of each variant on the first input, and the CPU's and the
 GPU's outputs must be the same bytes. The JSON holds every run, each input's bytes and sequences
-as msa._runtime.startup counts them, and the host.
+as msa.run.plan counts them, and the host.
 
 ``fit``: per backend, ``seconds = start + (per_mb * MB + per_1k_sequences * sequences / 1000 +
 per_mb_length * MB * length / 1000) / threads ** core_exponent`` (length: the mean record's bytes,
@@ -21,7 +19,7 @@ MB / sequences; the progressive stage's cells grow with it), fitted by non-negat
 squares on relative errors (a 0.3 s family weighs as much as a 5 s one); the CPU's exponent of
 the threads from the two thread counts. Prints each input's measured and predicted times, the
 choice against the faster backend and the seconds a wrong choice costs, and the ``COSTS`` to
-paste into msa/_runtime/startup.py. Run ``time`` with the Python that has msa installed from
+paste into msa/run/plan.py. Run ``time`` with the Python that has msa installed from
 the wheel (the shipped compiled code is part of what a user's run costs).
 """
 from __future__ import annotations
@@ -40,8 +38,7 @@ from pathlib import Path
 import numpy as np
 from fits import nnls_relative
 
-from msa._runtime.client import OFF
-from msa._runtime.startup import MB, Cost, count_sequences, host_threads, input_bytes
+from msa.run.plan import MB, Cost, count_sequences, host_threads, input_bytes
 from common import write_manifest  # noqa: E402
 
 
@@ -67,7 +64,7 @@ def time_inputs(a: argparse.Namespace) -> None:
         target = out / f"{name}-{inp.name}.fa"
         return timed([*msa, "align", str(inp.resolve()), "-o", str(target), "-q", *variants[name]], out)
 
-    for _ in range(2):  # caches warmed (and msa's warm server started, unless MSA_SERVER=off), untimed
+    for _ in range(2):  # caches warmed, untimed
         for name in variants:
             run(name, a.inputs[0])
     times: dict[str, dict[str, list[float]]] = {str(i): {} for i in a.inputs}
@@ -81,7 +78,6 @@ def time_inputs(a: argparse.Namespace) -> None:
             raise SystemExit(f"auto_device.py: {inp}: the CPU's and the GPU's outputs differ")
     record = {
         "host": os.uname().nodename, "cores": cores, "few": few, "date": time.strftime("%Y-%m-%d"),
-        "served": os.environ.get("MSA_SERVER", "").strip().lower() not in OFF,
         "inputs": [{"path": str(i), "bytes": input_bytes(str(i)), "sequences": count_sequences(str(i)),
                     "seconds": times[str(i)]} for i in a.inputs],
     }
@@ -144,9 +140,9 @@ def fit(a: argparse.Namespace) -> None:
     if "cuda" in costs:
         print(f"choices: {wrong} of {len(rows)} not the faster backend, {lost:.2f} s lost; chosen sum {chosen_sum:.2f} s, "
               f"best {best_sum:.2f} s, all cpu {np.nansum(med['cpu']):.2f} s, all cuda {np.nansum(med['cuda']):.2f} s")
-    print(f"\n# msa/_runtime/startup.py, calibrated by benchmarks/auto_device.py on {record['host']} "
+    print(f"\n# msa/run/plan.py, calibrated by benchmarks/auto_device.py on {record['host']} "
           f"({cores} CPU threads, {record['date']}):")
-    print(f"{'SERVED_COSTS' if record.get('served') else 'COSTS'}: dict[str, Cost] = {{")
+    print(f"COSTS: dict[str, Cost] = {{")
     for name, c in costs.items():
         print(f'    "{name}": Cost(start={c.start:.3f}, per_mb={c.per_mb:.3f}, per_1k_sequences={c.per_1k_sequences:.3f}, '
               f"per_mb_length={c.per_mb_length:.4f}" + (f", core_exponent={c.core_exponent:.2f}" if c.core_exponent else "")

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numba
 
 #: The package folder, and the compiled code shipped in it by the wheel build.
-PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parent
 SHIPPED = PACKAGE / "_jitcache"
 #: Set by the wheel build only (msa._runtime.precompile): compile into this folder, ignoring every
 #: other cache, so that each function used is compiled and saved there.
@@ -115,11 +115,6 @@ _READS = {
 }
 
 
-#: Every dispatcher :func:`njit` made with the hooks on, in the order made: what a warm server
-#: loads before its first run (msa._runtime.server).
-DISPATCHERS: list[Any] = []
-
-
 def njit(**options: Any) -> Callable[[Callable], Any]:
     """``numba.njit(**options)``; with ``cache=True`` and the hooks on, the shipped cache is
     read first and cached entries load msa's way."""
@@ -129,7 +124,6 @@ def njit(**options: Any) -> Callable[[Callable], Any]:
             return numba.njit(**options)(fn)
         dispatcher = numba.njit(**{k: v for k, v in options.items() if k != "cache"})(fn)
         dispatcher._cache = _LazyCache(dispatcher.py_func)  # what enable_caching sets, made lazily
-        DISPATCHERS.append(dispatcher)
         return dispatcher
 
     return wrap

@@ -21,8 +21,7 @@ def threads_sleep_when_idle() -> None:
     """Idle Numba threads sleep rather than spin (see :func:`_set_threads`): OMP_WAIT_POLICY
     is PASSIVE unless the user set it. GNU libgomp reads it once, when the first parallel
     kernel starts its pool, and that kernel is a family's preparation (de-duplication's hash,
-    :func:`prepare_family`): so it is set when this module loads, before anything here runs,
-    and again in a warm server's command process, whose environment is its client's. Set only
+    :func:`prepare_family`): so it is set when this module loads, before anything here runs. Set only
     inside _set_threads it came too late, and every CLI run spun (the 200-sequence example
     1.7 s against 0.4 s on 2 busy cores; docs/start-up.md)."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -6,6 +6,7 @@ import functools
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -13,9 +14,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-# Every command the tests run in a process of its own, as before msa's warm server: its own
-# tests (tests/cli/test_server.py) turn it on, each with a private folder for its socket.
-os.environ["MSA_SERVER"] = "off"
 
 try:
     from hypothesis import HealthCheck, settings
@@ -88,3 +86,44 @@ def run_msa() -> Callable[..., subprocess.CompletedProcess[bytes]]:
         )
 
     return run
+
+
+class ProcessMark:
+    """A marker put in a run's environment, which every process the run starts inherits (a
+    fork, a spawned or detached interpreter alike): :meth:`processes` finds any still running.
+    Linux (``/proc``)."""
+
+    VAR = "MSA_TEST_PROCESS_MARK"
+
+    def __init__(self) -> None:
+        self.value = uuid.uuid4().hex
+
+    def env(self) -> dict[str, str]:
+        """The environment of a ``python -m msa`` run of this checkout, marked."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        env.setdefault("NUMBA_NUM_THREADS", "2")
+        env[self.VAR] = self.value
+        return env
+
+    def processes(self) -> list[int]:
+        """The pids of this user's processes whose environment holds the marker."""
+        needle = f"{self.VAR}={self.value}".encode()
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    environ = fh.read()
+            except OSError:  # gone, or another user's
+                continue
+            if needle in environ.split(b"\0"):
+                found.append(int(entry))
+        return found
+
+
+@pytest.fixture
+def process_mark() -> ProcessMark:
+    """A fresh :class:`ProcessMark`."""
+    return ProcessMark()

@@ -1,8 +1,8 @@
-"""Process machinery kept out of the pipeline's way: msa's own bytecode cache, the shipped
-jit cache and its precompile step, the backend's start on background threads, the CUDA
-context made through the driver, forked reading, interrupts.
+"""What starts a command, above the pipeline: msa's own bytecode cache, the backend's start on
+background threads with the CUDA context made through the driver, forked reading, and the
+wheel build's precompile step. Nothing here aligns anything or outlives the command.
 
-Nothing here aligns anything; the pipeline modules import :mod:`msa.jit` for
-``njit`` and :mod:`msa.interrupts` for their checkpoints, and the run layer
-imports the rest.
+The pipeline imports :mod:`msa.jit` (``njit``, the shipped compiled code) and
+:mod:`msa.interrupts` (its checkpoints), both below it; which backend ``--device auto``
+starts is planned with the run (:mod:`msa.run.plan`).
 """

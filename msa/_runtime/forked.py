@@ -2,7 +2,7 @@
 
 A short GPU run of ``msa add`` or ``msa merge`` spends its start importing CuPy (0.2-0.3 s of
 Python) while it reads and profiles its inputs (0.25 s of NumPy and Python): on threads the
-two share one GIL and take as long as in sequence (docs/start-up.md, sessions 9 and 13).
+two share one GIL and take as long as in sequence (docs/start-up.md).
 In a child made by ``fork`` the reading has an interpreter of its own. Its result comes back
 through shared memory: the child pickles it with protocol 5, its arrays' bytes go out of band
 into an anonymous shared mapping reserved before the fork, and the parent unpickles them as
@@ -13,11 +13,13 @@ Only a process with no other thread forks (a lock held by another thread at the 
 be held for ever in the child), and only on Linux; elsewhere, or where the mapping cannot be
 reserved, the call is made in this process when its result is asked for, so the result is
 the same either way. A child that dies without an answer (killed, out of memory) is likewise
-replaced by the call made here. Notes the call prints through :func:`msa.progress.current`
-are collected in the child and printed by the parent.
+replaced by the call made here; a parent that dies (killed outright) takes the child with it
+(``PR_SET_PDEATHSIG``), so no reading outlives the command. Notes the call prints through
+:func:`msa.progress.current` are collected in the child and printed by the parent.
 """
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import pickle
@@ -36,6 +38,8 @@ T = TypeVar("T")
 #: Arrays are placed in the shared mapping at multiples of this many bytes (a cache line).
 ALIGN = 64
 _HEADER = struct.Struct("<Q")
+#: prctl's option that sets the signal a process gets when its parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
 
 
 class ForkedCall(Generic[T]):
@@ -59,6 +63,7 @@ class ForkedCall(Generic[T]):
         except (OSError, ValueError, OverflowError):
             return
         self._read_end, write_end = os.pipe()
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:  # no process to be had: the call is made here
@@ -67,6 +72,7 @@ class ForkedCall(Generic[T]):
             return
         if pid == 0:  # the child: never returns
             os.close(self._read_end)
+            _die_with(parent)
             _child(fn, args, self._shared, write_end)
         self._pid = pid
         os.close(write_end)
@@ -124,6 +130,18 @@ class ForkedCall(Generic[T]):
 def forkable() -> bool:
     """Whether a call can be made in a forked child here (Linux, no other thread running)."""
     return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this child when its parent dies (``prctl(PR_SET_PDEATHSIG,
+    SIGKILL)``: the thread that forked, the parent's only one), and leave at once if the parent
+    died before that was set."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _child(fn: Callable[..., object], args: tuple, shared: mmap.mmap, out: int) -> None:

@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 import typer
 
 from msa import run
-from msa._runtime import startup
 from msa.cli.app import app
 from msa.cli.common import _errors, _output_note
 from msa.cli.options import (
@@ -138,8 +137,6 @@ def align(
         )
         if progress.verbose:
             progress.note(_output_note(output, done.nbytes))
-            if startup.served:
-                progress.note("run by msa's warm server (MSA_SERVER=off runs each command in its own process)")
 
 
 def _check_many_options(inputs: list[str], output, output_dir, tree_out, gzip_out: bool, skip_existing: bool) -> None:

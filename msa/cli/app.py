@@ -70,9 +70,9 @@ def _command_name(info: typer.models.CommandInfo) -> str:
 
 def _print_version(value: bool) -> None:
     if value:
-        from msa.__main__ import print_version
+        from msa import __version__
 
-        print_version()
+        print(f"msa {__version__}")
         raise typer.Exit()
 
 

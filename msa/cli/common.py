@@ -44,10 +44,14 @@ def _errors() -> Iterator[None]:
         except MemoryError as exc:  # CuPy's OutOfMemoryError outside the pieces that catch it
             device = DeviceMemoryError.from_exception(exc)
             _fail(str(device) if device is not None else f"out of memory ({_message(exc)})")
-        except ImportError as exc:  # a module that cannot load: no memory to map it, a broken install
+        except (ImportError, AttributeError) as exc:  # a module that cannot load (no memory to map it, a
+            # broken install), or one a failed load on the start's thread left half made
+            if isinstance(exc, AttributeError) and startup.import_failure is None:
+                raise  # a bug, with its traceback
             cause = startup.import_failure or exc  # the first failure, where the start's thread met it
             reason = "out of memory" if isinstance(cause, MemoryError) else _message(cause)
-            _fail(f"cannot load {exc.name or 'a module'}: {reason}")
+            name = exc.name if isinstance(exc, ImportError) else getattr(getattr(exc, "obj", None), "__name__", None)
+            _fail(f"cannot load {name or 'a module'}: {reason}")
         except KeyboardInterrupt as exc:
             _echo_error("msa: interrupted")
             raise typer.Exit(getattr(exc, "exit_status", 130)) from None

@@ -4,7 +4,8 @@ Every path a run will write is compared by identity with every path it
 reads and every other path it writes (:func:`check_paths`), so that no
 output replaces an input or another output: ``msa align x.fa -o x.fa``,
 ``--tree-out`` naming the input or ``-o``, an ``-O`` output named like
-another input. Nothing here aligns.
+another input. ``--device auto``'s choice of backend for one input is planned here too, by a
+cost model of each backend's time (:data:`COSTS`, :func:`cpu_first`). Nothing here aligns.
 """
 from __future__ import annotations
 
@@ -184,3 +185,115 @@ def make_output_dir(path: str) -> None:
         raise type(exc)(exc.errno, exc.strerror, path) from None
     os.close(fd)
     os.unlink(probe)
+
+
+#: What a gzipped FASTA file's size is multiplied by for the cost model's bytes (protein FASTA
+#: compresses about 3-4x).
+GZIP_RATIO = 4
+#: What input_bytes counts for stdin, whose size is not known before it is read.
+STDIN_BYTES = 1 << 26
+#: Sequences are counted (a scan for '>' of the file's bytes, ~1 ms a MB) only in plain files up
+#: to this size; past it the count would cost more than the choice is worth.
+COUNT_MAX_BYTES = 1 << 23
+MB = 1 << 20
+
+
+#: The mean record's bytes the cost model assumes where the sequences were not counted
+#: (stdin, gzipped or large inputs): a Pfam domain's length.
+DEFAULT_RECORD_BYTES = 300
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A backend's predicted wall clock for one family in a process of its own:
+    ``start + (per_mb * MB + per_1k_sequences * sequences / 1000 + per_mb_length * MB * length
+    / 1000) / threads ** core_exponent``, MB the FASTA text (MiB), length its mean record's
+    bytes (MB / sequences: the progressive stage's cells grow with the sequences times their
+    length squared), ``threads`` the CPU threads the run may use. ``start`` is what a run pays
+    before its input matters (interpreter, imports, the CUDA context and modules)."""
+
+    start: float
+    per_mb: float
+    per_1k_sequences: float = 0.0
+    per_mb_length: float = 0.0
+    core_exponent: float = 0.0
+
+    @staticmethod
+    def work_terms(nbytes: int, sequences: int | None) -> tuple[float, float, float]:
+        """(MB, thousands of sequences, MB x mean record bytes / 1000) of an input; uncounted
+        sequences count 0 and records DEFAULT_RECORD_BYTES long."""
+        mb = nbytes / MB
+        length = nbytes / sequences if sequences else DEFAULT_RECORD_BYTES
+        return mb, (sequences or 0) / 1000, mb * length / 1000
+
+    def seconds(self, nbytes: int, sequences: int | None, threads: int) -> float:
+        mb, kseq, cells = self.work_terms(nbytes, sequences)
+        work = self.per_mb * mb + self.per_1k_sequences * kseq + self.per_mb_length * cells
+        return self.start + work / max(threads, 1) ** self.core_exponent
+
+
+#: ``--device auto``'s cost model of ``msa align IN`` (one family, one process): the backend
+#: predicted to finish first is started; both give the same bytes up to MST_TREE_MAX["cpu"]
+#: sequences (BackendStart.sequences), so the choice costs nothing in the output. Fitted by
+#: ``benchmarks/auto_device.py`` to both backends' times on 75 real families of 200-10,000
+#: sequences (the example, balifam1000, balifam10000-dev) on an H200 host with 16 CPU threads
+#: (msa's bytecode cache on: msa._runtime.bytecode): 7 of the 75 choices were not
+#: the faster backend, 1.1 s lost in 88 s (docs/start-up.md). Another host's balance of CPU and
+#: GPU moves the crossing; rerun it there.
+COSTS: dict[str, Cost] = {
+    "cpu": Cost(start=0.413, per_mb=2.137, per_1k_sequences=0.000, per_mb_length=2.755, core_exponent=0.16),
+    "cuda": Cost(start=0.948, per_mb=0.597, per_1k_sequences=0.000),
+}
+
+
+def host_threads(threads: int = 0) -> int:
+    """The CPU threads a run uses: ``threads``, or (0) the cores this process may run on."""
+    if threads > 0:
+        return threads
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def auto_device(nbytes: int, sequences: int | None = None, threads: int = 0) -> str:
+    """``cpu`` or ``cuda``: the backend :data:`COSTS` predicts finishes first for an input of
+    ``nbytes`` of FASTA (and ``sequences``, where counted) with ``threads`` CPU threads (0: all
+    cores); a tie goes to the CPU, which needs no device."""
+    threads = host_threads(threads)
+    cpu, gpu = (COSTS[d].seconds(nbytes, sequences, threads) for d in ("cpu", "cuda"))
+    return "cpu" if cpu <= gpu else "cuda"
+
+
+def input_bytes(path: str) -> int:
+    """About how many bytes of text ``path`` holds (gzipped: GZIP_RATIO times its size; ``-``,
+    stdin: STDIN_BYTES; a file that cannot be read: 0, its reading reports the error)."""
+    if path == "-":
+        return STDIN_BYTES
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return 0
+    return size * (GZIP_RATIO if path.endswith(".gz") else 1)
+
+
+def count_sequences(path: str) -> int | None:
+    """The records of a plain FASTA file of at most COUNT_MAX_BYTES (lines starting with '>'),
+    else None (stdin, gzipped, larger, unreadable, not a regular file: the model goes by bytes;
+    a FIFO is never opened here, where a wait for its writer would ignore signals)."""
+    if path == "-" or path.endswith(".gz"):
+        return None
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > COUNT_MAX_BYTES:
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read(COUNT_MAX_BYTES + 1)
+    except OSError:
+        return None
+    return data.count(b"\n>") + data.startswith(b">")
+
+
+def cpu_first(path: str, threads: int = 0) -> bool:
+    """Whether ``--device auto`` starts the CPU for ``path`` (a file; ``-`` is stdin, never):
+    the cost model (:func:`auto_device`) predicts the CPU finishes first on this host."""
+    if path == "-" or not os.path.exists(path):
+        return False
+    return auto_device(input_bytes(path), count_sequences(path), threads) == "cpu"

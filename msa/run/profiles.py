@@ -10,13 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from msa._runtime.forked import ForkedCall
-from msa._runtime.startup import BackendStart, input_bytes
+from msa._runtime.startup import BackendStart
 from msa.backends import Backend
 from msa.io import read_fasta
 from msa.params import AlignParams
 from msa.progress import Progress
 from msa.run.local import output, write_rows
-from msa.run.plan import check_paths
+from msa.run.plan import check_paths, input_bytes
 
 
 def merge(first: str, second: str, out_path: str | None, params: AlignParams, *, fmt: str = "fasta",

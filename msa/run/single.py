@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from msa import interrupts
-from msa._runtime.startup import BackendStart, cpu_first
+from msa._runtime.startup import BackendStart
 from msa.backends import cupy_installed
 from msa.io.formats import output_size
 from msa.io.output import check_space
@@ -26,7 +26,7 @@ from msa.io.writers import check_names
 from msa.params import AlignParams
 from msa.progress import current
 from msa.run.local import output, prepare_read, read_input, write_rows
-from msa.run.plan import Family, check_paths, tree_file_read
+from msa.run.plan import Family, check_paths, cpu_first, tree_file_read
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""--device auto on a GPU machine: a small input takes the CPU (msa._runtime.startup's cost model), a
+"""--device auto on a GPU machine: a small input takes the CPU (msa.run.plan's cost model), a
 larger one the GPU, and either way the bytes are --device cpu's."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ EXAMPLE = REPO / "datasets" / "examples" / "example.fa"
 
 
 def test_auto_takes_the_cpu_for_the_example_and_the_gpu_past_the_size(run_msa, tmp_path: Path) -> None:
-    from msa._runtime.startup import auto_device, input_bytes
+    from msa.run.plan import auto_device, input_bytes
 
     fam = simulate(SimParams(n=4000, length=300, seed=4))  # ~1.3 MB: the GPU on hosts of up to ~200 cores
     big = tmp_path / "big.fa"

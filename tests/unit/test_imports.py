@@ -15,10 +15,12 @@ import ast
 from pathlib import Path
 
 MSA = Path(__file__).resolve().parents[2] / "msa"
-#: The machinery that starts a command (precompile, the backend's start, forked reading): it lives
-#: in msa/_runtime/, above the pipeline. What the pipeline itself uses (the compiled-code loader
-#: msa/jit.py, the interrupt checkpoints msa/interrupts.py) sits below it, at the top level.
-RUNTIME = ("precompile", "_precompile", "startup", "forked", "server", "client")
+#: The machinery that starts a command (the backend's start, forked reading, the bytecode cache)
+#: and the wheel's precompile step: it lives in msa/_runtime/, above the pipeline. What the
+#: pipeline itself uses (the compiled-code loader msa/jit.py, the interrupt checkpoints
+#: msa/interrupts.py) sits below it, at the top level; which backend a run starts is planned
+#: with the run (msa/run/plan.py).
+RUNTIME = ("precompile", "_precompile", "startup", "forked", "bytecode", "cuda_start")
 
 
 def _modules() -> dict[str, Path]:
@@ -110,3 +112,14 @@ def test_no_top_level_module_is_start_up_machinery() -> None:
     assert not top & set(RUNTIME), sorted(top & set(RUNTIME))
     assert all((MSA / "_runtime" / f"{name}.py").exists() for name in ("precompile", "startup"))
     assert all((MSA / f"{name}.py").exists() for name in ("jit", "interrupts"))
+
+
+def test_the_layers() -> None:
+    """Nothing below the run layer imports start-up machinery, and nothing imports the
+    command's entry (msa.__main__: the CLI once did, for ``--version``'s line)."""
+    graph = _graph()
+    above = ("msa._runtime", "msa.run", "msa.cli", "msa.__main__", "msa.api")
+    for name, targets in graph.items():
+        if not name.startswith(above):
+            assert not {t for t in targets if t.startswith(("msa._runtime", "msa.__main__"))}, name
+    assert not any("msa.__main__" in targets for targets in graph.values())

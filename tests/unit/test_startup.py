@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from numba.core.registry import CPUDispatcher
 
 import msa
@@ -54,7 +55,7 @@ def test_auto_cost_model_weighs_size_and_length(tmp_path: Path) -> None:
     """The calibrated model (a GPU host, 16 threads) picks the CPU for the example and for
     10^4 short sequences on 16 threads, the GPU for 10^4 long ones and past a few MB whatever is counted (a
     gzipped file counts GZIP_RATIO times its size), and never the CPU for stdin or a missing file."""
-    from msa._runtime.startup import GZIP_RATIO, MB, auto_device, cpu_first
+    from msa.run.plan import GZIP_RATIO, MB, auto_device, cpu_first
 
     example = REPO / "datasets" / "examples" / "example.fa"
     assert cpu_first(str(example), 16)
@@ -73,20 +74,20 @@ def test_auto_cost_model_weighs_size_and_length(tmp_path: Path) -> None:
 def test_auto_cost_model_weighs_sequences_and_cores(monkeypatch, tmp_path: Path) -> None:
     """Calibrated coefficients (here made up) decide by bytes, sequences where counted, and the
     CPU threads of the run."""
-    import msa._runtime.startup as startup
+    from msa.run import plan
 
-    monkeypatch.setattr(startup, "COSTS", {
-        "cpu": startup.Cost(start=0.5, per_mb=4.0, per_1k_sequences=1.0, core_exponent=1.0),
-        "cuda": startup.Cost(start=1.5, per_mb=0.5),
+    monkeypatch.setattr(plan, "COSTS", {
+        "cpu": plan.Cost(start=0.5, per_mb=4.0, per_1k_sequences=1.0, core_exponent=1.0),
+        "cuda": plan.Cost(start=1.5, per_mb=0.5),
     })
-    mb = startup.MB
-    assert startup.auto_device(mb, None, threads=16) == "cpu"  # 0.5 + 4/16 against 2.0
-    assert startup.auto_device(mb, None, threads=2) == "cuda"  # 0.5 + 4/2 against 2.0
-    assert startup.auto_device(mb, 40_000, threads=16) == "cuda"  # 0.5 + 44/16 against 2.0
+    mb = plan.MB
+    assert plan.auto_device(mb, None, threads=16) == "cpu"  # 0.5 + 4/16 against 2.0
+    assert plan.auto_device(mb, None, threads=2) == "cuda"  # 0.5 + 4/2 against 2.0
+    assert plan.auto_device(mb, 40_000, threads=16) == "cuda"  # 0.5 + 44/16 against 2.0
     fasta = tmp_path / "f.fa"
     fasta.write_bytes(b">a\nMK\n>b x\nMKV\nL\n>c\n\n")
-    assert startup.count_sequences(str(fasta)) == 3
-    assert startup.count_sequences("-") is None and startup.count_sequences(str(tmp_path / "none.fa")) is None
+    assert plan.count_sequences(str(fasta)) == 3
+    assert plan.count_sequences("-") is None and plan.count_sequences(str(tmp_path / "none.fa")) is None
 
 
 def test_a_small_input_starts_the_cpu_under_auto(monkeypatch) -> None:
@@ -455,3 +456,24 @@ def test_a_run_without_bytecode_writes_it_to_msas_cache_and_aligns_the_same(tmp_
     subprocess.run([sys.executable, "-m", "msa", "align", example, "-o", "plain.fa", "-q"], cwd=tmp_path,
                    env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
     assert (tmp_path / "one.fa").read_bytes() == (tmp_path / "two.fa").read_bytes() == (tmp_path / "plain.fa").read_bytes()
+
+
+def test_a_module_half_made_by_a_failed_start_is_one_line(monkeypatch, capsys) -> None:
+    """Where the start's thread failed to import Numba (no memory to map it), the main thread
+    meets a half-made module (a missing name): one line naming the first failure; without such
+    a failure a missing name is a bug and keeps its traceback."""
+    import types
+
+    import typer
+
+    from msa._runtime import startup
+    from msa.cli.common import _errors
+
+    half_made = types.ModuleType("numba")
+    monkeypatch.setattr(startup, "import_failure", MemoryError())
+    with pytest.raises(typer.Exit), _errors():
+        half_made.njit  # noqa: B018
+    assert capsys.readouterr().err == "msa: error: cannot load numba: out of memory\n"
+    monkeypatch.setattr(startup, "import_failure", None)
+    with pytest.raises(AttributeError), _errors():
+        half_made.njit  # noqa: B018
