@@ -71,11 +71,12 @@ def test_a_bad_tree_file_is_named_in_its_error(tmp_path) -> None:
 
 def test_score_reference_with_an_empty_last_row(tmp_path) -> None:
     """Found after the A3M reader landed: a reference whose last record has no residues was an
-    IndexError (np.add.reduceat at the end of the text), not a one-line 'not an alignment'."""
+    IndexError (np.add.reduceat at the end of the text); it is one error naming the file, the line
+    and the record."""
     from msa.io import InputError
     from msa.scoring import score_files
 
     (tmp_path / "t.fa").write_bytes(b">a\nA\n>b\n")
     (tmp_path / "r.fa").write_bytes(b">a\nA\n>b\n")
-    with pytest.raises(InputError, match="row 2 has 0 match columns"):
+    with pytest.raises(InputError, match=r"r\.fa: line 3: record 'b' has no residues"):
         score_files(tmp_path / "t.fa", tmp_path / "r.fa")
