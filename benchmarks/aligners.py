@@ -6,6 +6,8 @@ against the reference (msa.scoring: Q as SP, TC). Each family's runs go to
 ``OUT/<set>/<family>.json`` as soon as they finish, so a stopped run resumes where it was
 (``--rerun`` runs them again); the report then lists the families where msa's SP is furthest
 below the best other tool's, and each tool's mean over the families every tool finished.
+``--variant NAME=COMMAND`` adds msa variants (names starting ``msa``), each reported against
+the other aligners like msa itself.
 
 Tools: msa (its default command), FAMSA 2 (pyfamsa), Clustal Omega, MAFFT ``--auto``, MAFFT
 L-INS-i (only for families of at most ``--linsi-max`` sequences: its time grows as n^2 x L^2)
@@ -86,12 +88,12 @@ def load_runs(folder: Path) -> dict[str, list[dict]]:
 
 
 def gaps_to_best(families: dict[str, list[dict]], lead: str = "msa") -> list[tuple[str, float, str, float]]:
-    """(family, lead's SP, best other tool, its SP) of every family the lead and another tool
-    finished, the largest shortfall first."""
+    """(family, lead's SP, best other aligner, its SP) of every family the lead and another
+    aligner finished, the largest shortfall first; msa's variants are not other aligners."""
     rows = []
     for case, runs in families.items():
         sp = {r["tool"]: r["sp"] for r in runs if r["error"] is None}
-        others = {t: s for t, s in sp.items() if t != lead}
+        others = {t: s for t, s in sp.items() if not t.startswith("msa")}
         if lead in sp and others:
             best = max(others, key=others.get)
             rows.append((case, sp[lead], best, others[best]))
@@ -99,8 +101,11 @@ def gaps_to_best(families: dict[str, list[dict]], lead: str = "msa") -> list[tup
 
 
 def report(name: str, families: dict[str, list[dict]], worst: int) -> None:
-    """Each tool's means (over the families all finished) and the families furthest below."""
-    tools = sorted({r["tool"] for runs in families.values() for r in runs}, key=list(COMMANDS).index)
+    """Each tool's means (over the families all finished) and, for msa and each variant, the
+    families furthest below the best other aligner."""
+    known = list(COMMANDS)
+    tools = sorted({r["tool"] for runs in families.values() for r in runs},
+                   key=lambda t: (known.index(t) if t in known else len(known), t))
     print(f"{name}: {len(families)} families")
     for tool in tools:
         done = {case: r for case, runs in families.items() for r in runs if r["tool"] == tool and r["error"] is None}
@@ -114,11 +119,12 @@ def report(name: str, families: dict[str, list[dict]], worst: int) -> None:
         tc = sum(done[c]["tc"] for c in common) / len(common)
         wall = sum(done[c]["wall_s"] for c in common)
         print(f"  {tool:<12} {len(common):>4} families  SP {sp:.4f}  TC {tc:.4f}  wall {wall:8.1f} s")
-    rows = gaps_to_best(families)
-    below = [row for row in rows if row[1] < row[3] - 0.05]
-    print(f"  msa more than 5 SP points below the best other tool: {len(below)} of {len(rows)}")
-    for case, sp, best, best_sp in rows[:worst]:
-        print(f"  {case:<16} msa {sp:.3f}  {best} {best_sp:.3f}  {100 * (sp - best_sp):+6.1f}")
+    for lead in (t for t in tools if t.startswith("msa")):
+        rows = gaps_to_best(families, lead)
+        below = [row for row in rows if row[1] < row[3] - 0.05]
+        print(f"  {lead} more than 5 SP points below the best other tool: {len(below)} of {len(rows)}")
+        for case, sp, best, best_sp in rows[:worst]:
+            print(f"  {case:<16} {lead} {sp:.3f}  {best} {best_sp:.3f}  {100 * (sp - best_sp):+6.1f}")
 
 
 def main() -> None:
@@ -135,6 +141,9 @@ def main() -> None:
     ap.add_argument("--rerun", help="comma-separated tools to run again where stored")
     ap.add_argument("--report-only", action="store_true", help="print the report of the stored runs")
     ap.add_argument("--worst", type=int, default=15, help="families listed in the report")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=COMMAND",
+                    help="an msa variant to run too (NAME starts with msa), e.g. "
+                    "'msa-random={python} -m msa align {input} -o {output} --consistency-draw random -q'")
     for tool, cmd in COMMANDS.items():
         ap.add_argument(f"--{tool}-cmd", default=cmd, help=f"command for {tool} (default: %(default)s)")
     a = ap.parse_args()
@@ -143,12 +152,18 @@ def main() -> None:
     if bad:
         ap.error(f"unknown tool {bad[0]!r}; choose from {', '.join(COMMANDS)}")
     commands = {t: getattr(a, f"{t.replace('-', '_')}_cmd") for t in tools}
+    for variant in a.variant:
+        name, _, command = variant.partition("=")
+        if not name.startswith("msa") or not command or name in COMMANDS:
+            ap.error(f"--variant takes NAME=COMMAND with a new NAME starting with msa, got {variant!r}")
+        tools.append(name)
+        commands[name] = command
     for tool in list(tools):
         why = available(tool, commands[tool])
         if why:
             print(why, file=sys.stderr)
             tools.remove(tool)
-    threads = {t: a.msa_threads if t == "msa" else a.threads for t in tools}
+    threads = {t: a.msa_threads if t.startswith("msa") else a.threads for t in tools}
     rerun = set(filter(None, (a.rerun or "").split(",")))
     for sets in a.sets:
         if not (sets / "info" / "ids.txt").is_file():

@@ -33,7 +33,8 @@ def test_runs_scores_skips_and_reports(tmp_path: Path) -> None:
     shift = "{python} -c \"import sys; t=open(sys.argv[1]).read(); open(sys.argv[2],'w').write(t.replace('MKVLAAGIVG','-MKVLAAGIVG').replace('MKVLAAGIVA','MKVLAAGIVA-').replace('MRVLSAGIVG','MRVLSAGIVG-'))\" {input} {output}"
     result = _run(str(sets), "--tools", "msa,kalign,clustalo", "--out", str(out),
                   "--msa-cmd", shift, "--kalign-cmd", "cp {input} {output}",
-                  "--clustalo-cmd", "no-such-aligner-here -i {input} -o {output}")
+                  "--clustalo-cmd", "no-such-aligner-here -i {input} -o {output}",
+                  "--variant", "msa-copy=cp {input} {output}")
     assert result.returncode == 0, result.stderr
     assert "clustalo: skipped (no-such-aligner-here is not on PATH)" in result.stderr
     stored = json.loads((out / "tiny1000" / "PFa.json").read_text())["runs"]
@@ -41,8 +42,10 @@ def test_runs_scores_skips_and_reports(tmp_path: Path) -> None:
     assert sp["kalign"] == 1.0 and sp["msa"] < 1.0
     assert "msa more than 5 SP points below the best other tool: 2 of 2" in result.stdout
     assert "PFa" in result.stdout and "kalign 1.000" in result.stdout
+    assert "msa-copy more than 5 SP points below the best other tool: 0 of 2" in result.stdout
     # a second run finds every family stored and only reports
-    again = _run(str(sets), "--tools", "msa,kalign", "--out", str(out), "--msa-cmd", "false {input} {output}")
+    again = _run(str(sets), "--tools", "msa,kalign", "--out", str(out), "--msa-cmd", "false {input} {output}",
+                 "--variant", "msa-copy=false {input} {output}")
     assert again.returncode == 0 and "PFa msa" not in again.stderr
     assert again.stdout == result.stdout
 
@@ -54,7 +57,7 @@ def test_gaps_to_best_orders_by_shortfall() -> None:
     def run(tool: str, sp: float | None, error: str | None = None) -> dict:
         return {"tool": tool, "sp": sp, "error": error}
 
-    families = {"a": [run("msa", 0.9), run("famsa", 0.8), run("clustalo", None, "timed out")],
+    families = {"a": [run("msa", 0.9), run("famsa", 0.8), run("clustalo", None, "timed out"), run("msa-x", 0.95)],
                 "b": [run("msa", 0.5), run("famsa", 0.6), run("kalign", 0.7)],
                 "c": [run("famsa", 0.9)]}
     assert gaps_to_best(families) == [("b", 0.5, "kalign", 0.7), ("a", 0.9, "famsa", 0.8)]
