@@ -4,8 +4,9 @@ Where two large clusters merge, or a large cluster takes in a few sequences, the
 profile-profile DP decides how every member of one side lines up with every member of the
 other, from column counts alone; a mistake there is copied into all the rows below it.
 Pairwise alignments of sequences drawn from the two sides say the same thing sequence by
-sequence: each merge :func:`guided_merges` picks gets up to ``N`` sequences drawn from each
-side, all their pairs aligned pairwise (the progressive stage's own merge of two one-sequence
+sequence: each merge :func:`guided_merges` picks gets up to ``N`` sequences from each side (by
+default its most isolated members, :func:`isolation_rank`; ``--consistency-draw random``: a
+random draw), all their pairs aligned pairwise (the progressive stage's own merge of two one-sequence
 profiles, unrescaled gap costs, as the refinement's library), and its DP adds to cell (i, j)
 ``na x nb x`` the votes of those pairs that put a residue of column i against one of column j
 (``na``, ``nb``: the two profiles' sequences by weight). A pair's vote is its alignment's
@@ -14,12 +15,13 @@ weight) x CONSISTENCY_WEIGHT x the mean of the matrix's positive diagonal / the 
 so a pair of near relatives weighs most and a twilight-zone pair, whose alignment is often
 wrong, little. T-Coffee's consistency, restricted to the merges that decide the most rows.
 
-The pairs are drawn by a generator seeded with ``--seed``; the library and the bonuses are
+The draw's generator (random draws, the isolated draw's ties) is seeded with ``--seed``; the library and the bonuses are
 integers, the sampled sequences' columns in each merge's children are walked up from the leaves
 by the levels' maps (in the CPU's compiled stage msa.backends.cpu.forest.walk_samples, in the
 level loop :class:`LevelBonuses`: the same columns), the bonuses added up where the columns are
 (integer sums, in any order the same) and each backend's merge adds them to its cell scores (the
-GPU's cell_scores kernel), so both give the same bytes. Measured in docs/accuracy.md.
+GPU's cell_scores kernel), so both give the same bytes. Measured in docs/accuracy.md and
+docs/hard-families.md.
 """
 from __future__ import annotations
 
@@ -170,8 +172,8 @@ def isolation_rank(tree: GuideTree, rng: np.random.Generator) -> np.ndarray:
     nearest neighbour), ties in an order drawn by ``rng`` (a tree without branch lengths is a
     random draw). A random draw from a side of a single-linkage tree takes mostly members of its
     dense clusters, near copies of one another whose pairs all say the same thing; its isolated
-    members are those the profile-profile DP aligns worst, and their pairs moved the most
-    (docs/hard-families.md)."""
+    members are the ones the side's profile represents least, and their pairs mended the
+    families where msa was furthest below Clustal Omega (docs/hard-families.md)."""
     n = tree.n_leaves
     joined = tree.heights[tree.parents()[:n] - n]
     order = np.lexsort((rng.permutation(n), -joined))
