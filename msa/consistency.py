@@ -4,8 +4,9 @@ Where two large clusters merge, or a large cluster takes in a few sequences, the
 profile-profile DP decides how every member of one side lines up with every member of the
 other, from column counts alone; a mistake there is copied into all the rows below it.
 Pairwise alignments of sequences drawn from the two sides say the same thing sequence by
-sequence: each merge :func:`guided_merges` picks gets up to ``N`` sequences drawn from each
-side, all their pairs aligned pairwise (the progressive stage's own merge of two one-sequence
+sequence: each merge :func:`guided_merges` picks gets up to ``N`` sequences from each side (by
+default its most isolated members, :func:`isolation_rank`; ``--consistency-draw random``: a
+random draw), all their pairs aligned pairwise (the progressive stage's own merge of two one-sequence
 profiles, unrescaled gap costs, as the refinement's library), and its DP adds to cell (i, j)
 ``na x nb x`` the votes of those pairs that put a residue of column i against one of column j
 (``na``, ``nb``: the two profiles' sequences by weight). A pair's vote is its alignment's
@@ -14,12 +15,13 @@ weight) x CONSISTENCY_WEIGHT x the mean of the matrix's positive diagonal / the 
 so a pair of near relatives weighs most and a twilight-zone pair, whose alignment is often
 wrong, little. T-Coffee's consistency, restricted to the merges that decide the most rows.
 
-The pairs are drawn by a generator seeded with ``--seed``; the library and the bonuses are
+The draw's generator (random draws, the isolated draw's ties) is seeded with ``--seed``; the library and the bonuses are
 integers, the sampled sequences' columns in each merge's children are walked up from the leaves
 by the levels' maps (in the CPU's compiled stage msa.backends.cpu.forest.walk_samples, in the
 level loop :class:`LevelBonuses`: the same columns), the bonuses added up where the columns are
 (integer sums, in any order the same) and each backend's merge adds them to its cell scores (the
-GPU's cell_scores kernel), so both give the same bytes. Measured in docs/accuracy.md.
+GPU's cell_scores kernel), so both give the same bytes. Measured in docs/accuracy.md and
+docs/hard-families.md.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import numpy as np
 
 from msa.jit import njit
 from msa.params import (
-    CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT,
+    CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT, AlignParams, ConsistencyDraw,
 )
 from msa.seqdb import SeqDB, _ranges, offsets_of
 from msa.tree.guide_tree import GuideTree, forest_spans, subtree_spans
@@ -90,10 +92,12 @@ def _joined_offsets(offs: list[np.ndarray]) -> np.ndarray:
 
 def top_library(
     db: SeqDB, tree: GuideTree, matrix: np.ndarray, pair_gaps: np.ndarray, backend, samples: int, seed: int,
+    draw: ConsistencyDraw = AlignParams.consistency_draw,
 ) -> TopLibrary:
     """The library of the merges of ``tree`` over ``db`` that :func:`guided_merges` picks:
     ``samples`` drawn from each side (a smaller side whole), every pair aligned in one backend
-    call (msa.refine.pair_library)."""
+    call (msa.refine.pair_library). ``draw``: each side's most isolated members
+    (:func:`isolation_rank`) or a random draw."""
     from msa.refine import pair_library
 
     n, n_merges = tree.n_leaves, len(tree.children)
@@ -103,8 +107,14 @@ def top_library(
     if len(big) == 0 or samples < 1:
         return TopLibrary.empty(n_merges)
     rng = np.random.default_rng(seed)
-    drawn = [order[start[c] + rng.choice(size[c], min(samples, size[c]), replace=False)]
-             for k in big.tolist() for c in kids[k]]  # a loop over the guided merges (~n / 8)
+    if draw == "random":
+        drawn = [order[start[c] + rng.choice(size[c], min(samples, size[c]), replace=False)]
+                 for k in big.tolist() for c in kids[k]]  # a loop over the guided merges (~n / 8)
+    else:
+        rank = isolation_rank(tree, rng)
+        by_rank = np.argsort(rank)
+        drawn = [by_rank[np.sort(_smallest(rank[order[start[c]:start[c] + size[c]]], samples))]
+                 for k in big.tolist() for c in kids[k]]
     seqs = np.concatenate(drawn)  # merge by merge, its first side's then its second's
     n_side = np.array([len(d) for d in drawn], dtype=np.int64).reshape(-1, 2)
     first = offsets_of(n_side.reshape(-1))[:-1:2]
@@ -154,6 +164,27 @@ def _places(residues: np.ndarray, offsets: np.ndarray, start: np.ndarray) -> np.
             s = np.searchsorted(offsets, r, side="right") - 1
         out[i] = start[s] + r - offsets[s]
     return out
+
+
+def isolation_rank(tree: GuideTree, rng: np.random.Generator) -> np.ndarray:
+    """Each leaf's place when the leaves are sorted most isolated first: by the height of the
+    merge that first takes the leaf in (in a single-linkage tree, half the distance to its
+    nearest neighbour), ties in an order drawn by ``rng`` (a tree without branch lengths is a
+    random draw). A random draw from a side of a single-linkage tree takes mostly members of its
+    dense clusters, near copies of one another whose pairs all say the same thing; its isolated
+    members are the ones the side's profile represents least, and their pairs mended the
+    families where msa was furthest below Clustal Omega (docs/hard-families.md)."""
+    n = tree.n_leaves
+    joined = tree.heights[tree.parents()[:n] - n]
+    order = np.lexsort((rng.permutation(n), -joined))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    return rank
+
+
+def _smallest(values: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` smallest of ``values`` (all of them when there are no more), in any order."""
+    return values if len(values) <= k else np.partition(values, k - 1)[:k]
 
 
 def guided_merges(size_a: np.ndarray, size_b: np.ndarray, n: int) -> np.ndarray:

@@ -33,6 +33,9 @@ Device = Literal["auto", "cpu", "cuda"]
 #: Sequence weights of the progressive merges: ClustalW's from the guide tree, or none (FAMSA's).
 Weights = Literal["tree", "none"]
 PickTree = Literal["mafft", "single", "link"]
+#: Which sequences each side of a guided merge gives the consistency library (msa.consistency):
+#: its most isolated members, or a random draw.
+ConsistencyDraw = Literal["isolated", "random"]
 PartTreeSplit = Literal["sample", "picks"]
 #: ``auto`` detects protein or nucleotides from the residues (msa.alphabet.detect_seq_type).
 SeqType = Literal["auto", "protein", "dna", "rna"]
@@ -47,6 +50,7 @@ LINKAGES: tuple[Linkage, ...] = get_args(Linkage)
 DEVICES: tuple[Device, ...] = get_args(Device)
 WEIGHTS: tuple[Weights, ...] = get_args(Weights)
 PICK_TREES: tuple[PickTree, ...] = get_args(PickTree)
+CONSISTENCY_DRAWS: tuple[ConsistencyDraw, ...] = get_args(ConsistencyDraw)
 PARTTREE_SPLITS: tuple[PartTreeSplit, ...] = get_args(PartTreeSplit)
 FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
 SEQ_TYPES: tuple[SeqType, ...] = get_args(SeqType)
@@ -205,6 +209,9 @@ class AlignParams:
     #: from each side of every merge of two large clusters, or ``auto`` (CONSISTENCY_AUTO_SAMPLES
     #: past REFINE_AUTO_MAX distinct sequences).
     consistency: str = "auto"
+    #: The sequences drawn from each side: the most isolated members (msa.consistency.isolation_rank)
+    #: or ``random`` (the draw before; docs/hard-families.md measures both).
+    consistency_draw: ConsistencyDraw = "isolated"
     seed: int = 0
     threads: int = 0
     device: Device = "auto"
@@ -245,6 +252,8 @@ class AlignParams:
             raise ValueError(f"unknown distance {self.distance!r}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}")
+        if self.consistency_draw not in CONSISTENCY_DRAWS:
+            raise ValueError(f"unknown consistency draw {self.consistency_draw!r}; choose {', '.join(CONSISTENCY_DRAWS)}")
         if self.weights not in WEIGHTS:
             raise ValueError(f"unknown weights {self.weights!r}; choose {', '.join(WEIGHTS)}")
         if self.gzip_level not in range(1, 10):

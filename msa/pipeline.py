@@ -164,7 +164,8 @@ def family_library(db: SeqDB, tree: GuideTree, matrix: np.ndarray, params: Align
     from msa.profile import gap_vector
 
     with current().stage("consistency library"):
-        return top_library(db, tree, matrix, gap_vector(gap_costs(params, 2)), backend, samples, params.seed)
+        return top_library(db, tree, matrix, gap_vector(gap_costs(params, 2)), backend, samples, params.seed,
+                           params.consistency_draw)
 
 
 def refine_stage(

@@ -12,7 +12,7 @@ from msa.cli.common import _errors, _output_note
 from msa.cli.options import (
     DeviceChoice, DeviceOpt, DistanceChoice, DistanceOpt, ExactOpt, Format, GapExtendOpt, GapOpenOpt,
     GpuMemoryOpt, KeepDupOpt, LinkageChoice, LinkageOpt, MatrixOpt, MstOpt, PartsizeOpt, QuietOpt, RefineOpt,
-    ConnectTimeoutOpt, ConsistencyOpt, GzipLevelOpt, SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt,
+    ConnectTimeoutOpt, ConsistencyDrawOpt, ConsistencyOpt, DrawChoice, GzipLevelOpt, SeedOpt, SeqTypeChoice, SeqTypeOpt, SplitChoice, SplitDistanceOpt, SplitOpt,
     TerminalGapOpt,
     ThreadsOpt, VerboseOpt, WeightsChoice, WeightsOpt, _D, _check_scoring, _memory_cap, _params,
     _tree_choice,
@@ -102,6 +102,7 @@ def align(
     keep_duplicates: KeepDupOpt = _D.keep_duplicates,
     refine: RefineOpt = _D.refine,
     consistency: ConsistencyOpt = _D.consistency,
+    consistency_draw: ConsistencyDrawOpt = DrawChoice(_D.consistency_draw),
     seed: SeedOpt = _D.seed,
     gpu_memory: GpuMemoryOpt = None,
     quiet: QuietOpt = _D.quiet,
@@ -113,7 +114,7 @@ def align(
             seq_type=seq_type, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, terminal_gap=terminal_gap,
             **_tree_options(partsize, exact_tree_max, mst_tree_max, distance, linkage, parttree_split, parttree_distance),
             weights=weights, keep_duplicates=keep_duplicates, refine=refine, seed=seed, threads=threads, device=device,
-            quiet=quiet, consistency=consistency,
+            quiet=quiet, consistency=consistency, consistency_draw=consistency_draw,
             gzip_level=gzip_level, **_tree_choice(tree),
         )
         if tree_out is not None and params.tree_file is not None:

@@ -11,7 +11,7 @@ import typer
 
 from msa.backends import GB
 from msa.params import (
-    AlignParams, CONSISTENCY_AUTO_SAMPLES, DEVICES, FORMATS, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX,
+    AlignParams, CONSISTENCY_AUTO_SAMPLES, CONSISTENCY_DRAWS, DEVICES, FORMATS, GUIDE_TREE_METHODS, LINKAGES, MST_TREE_MAX,
     NUCLEOTIDE_SCHEME, WEIGHTS, PARTTREE_SPLITS, PROTEIN_SCHEME, REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, SEQ_TYPES,
     TREE_DISTANCES,
 )
@@ -30,6 +30,7 @@ SplitChoice = enum.Enum("SplitChoice", {d: d for d in PARTTREE_SPLITS}, type=str
 LinkageChoice = enum.Enum("LinkageChoice", {d: d for d in LINKAGES}, type=str)  # type: ignore[misc]
 SeqTypeChoice = enum.Enum("SeqTypeChoice", {d: d for d in SEQ_TYPES}, type=str)  # type: ignore[misc]
 WeightsChoice = enum.Enum("WeightsChoice", {d: d for d in WEIGHTS}, type=str)  # type: ignore[misc]
+DrawChoice = enum.Enum("DrawChoice", {d: d for d in CONSISTENCY_DRAWS}, type=str)  # type: ignore[misc]
 
 
 # Options shared by `align` and `tree`, declared once.
@@ -94,7 +95,7 @@ SeedOpt = Annotated[
         help="Seed of every random draw, so a run repeats byte for byte: PartTree's reference picks and "
         "split samples, the refinement's candidate splits (and random library partners where its method "
         "uses them), and the sequences --consistency draws from "
-        "each side of a merge.",
+        "each side of a merge (the ties of --consistency-draw isolated).",
     ),
 ]
 RefineOpt = Annotated[
@@ -115,6 +116,15 @@ ConsistencyOpt = Annotated[
         "(T-Coffee's consistency at the top of the tree; slower, "
         "more accurate on real families). off: FAMSA's merges; auto: "
         + f"{CONSISTENCY_AUTO_SAMPLES} past {REFINE_AUTO_MAX} distinct sequences, where --refine auto stops.",
+    ),
+]
+ConsistencyDrawOpt = Annotated[
+    DrawChoice,
+    typer.Option(
+        "--consistency-draw",
+        help="Which sequences each side of a merge gives --consistency: isolated (its members farthest "
+        "from their nearest neighbours first: a random draw takes mostly near copies from dense "
+        "clusters) or random.",
     ),
 ]
 GpuMemoryOpt = Annotated[
