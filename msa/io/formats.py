@@ -36,6 +36,7 @@ from msa.io.readers import BLOCK_FORMATS, FORMAT_NAMES, Table, parse_alignment
 from msa.io import writers
 from msa.io.writers import Rows
 from msa.params import FORMATS, NUCLEOTIDE_TYPES, OutputFormat  # defined with the other choices (the CLI's, without NumPy)
+from msa.progress import current
 
 #: The file extension of each format (the names ``msa align -O`` gives its outputs).
 FORMAT_SUFFIXES: dict[str, str] = {
