@@ -53,7 +53,7 @@ def align(records: Iterable[Any], params: AlignParams | None = None, **options: 
     """
     run = _params(params, options)
     db = db_from_records(records)
-    from msa.io.bioalign import to_alignment  # local: (b) Biopython: 25 ms, for align() only (docs/start-up.md, "Commands that align nothing")
+    from msa.io.bioalign import to_alignment  # local: (b) Biopython: 25 ms, for align() only (docs/start-up.md, "Function-local imports")
     from msa.pipeline import align_db  # local: (c) Numba, loaded only past the checks (docs/start-up.md, step 5)
 
     aligned = align_db(db, run)
