@@ -132,7 +132,7 @@ def run_families(
     ``memory_cap`` (``--gpu-memory``) this process's or each worker's; ``progress`` draws one bar over the families and
     ``on_result`` hears of each family as it ends."""
     if cluster:
-        from msa.run.dask import run_families_dask  # local: (b) Dask: msa.run.dask is the cluster's client
+        from msa.run.dask import run_families_dask  # local: (c) NumPy: msa.run loads its steps on first use (docs/start-up.md, "Commands that align nothing")
 
         return run_families_dask(
             families, params, fmt=fmt, skip_existing=skip_existing, memory_cap=memory_cap, progress=progress,
@@ -156,7 +156,7 @@ def cluster_options(
     given = {k: v for k, v in (("scheduler", scheduler), ("workers", workers), ("gpus", gpus)) if v is not None}
     if not given:
         return None
-    from msa.run.dask import check_options  # local: (b) Dask: msa.run.dask is the cluster's client
+    from msa.run.dask import check_options  # local: (c) NumPy: msa.run loads its steps on first use (docs/start-up.md, "Commands that align nothing")
 
     check_options(device, **given)
     return given | ({"connect_timeout": connect_timeout} if scheduler is not None else {})
