@@ -126,8 +126,8 @@ def test_the_layers() -> None:
     assert not any("msa.__main__" in targets for targets in graph.values())
 
 
-#: Files another change is editing now; their function-local imports are still to be hoisted or
-#: given a reason. Pending: remove each from here once it has been.
+#: Pending: files whose function-local imports are still to be hoisted or given their reasons;
+#: each leaves this list once they are.
 LOCAL_IMPORTS_PENDING = ("consistency.py", "params.py", "pipeline.py", "cli/align.py", "cli/options.py")
 #: What a function-local import of an msa module carries on its line: why it is not at the top
 #: (an import circle, an optional or heavy dependency, a lazily imported leg of the start-up that

@@ -24,7 +24,8 @@ from msa.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 from msa.seqops import take_ranges
-from msa.tree import guide_tree, linkage, weights
+from msa.tree import guide_tree, linkage
+from msa.tree import weights as tree_weights
 
 
 @njit(cache=True, nogil=True)
@@ -51,7 +52,7 @@ def stage_functions() -> list:
     functions."""
     return [
         linkage.batch_linkage, linkage.graft, linkage._postorder, linkage._renumber, guide_tree.node_levels,
-        weights._clustalw, forest.align_forest, records.fill_records,
+        tree_weights._clustalw, forest.align_forest, records.fill_records,
     ]
 
 
