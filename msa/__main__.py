@@ -15,20 +15,19 @@ import sys
 import threading
 from typing import NoReturn
 
+from msa import __version__
+from msa._runtime.bytecode import keep_bytecode
+from msa.interrupts import process_handlers
+
 
 def main() -> None:
     """The command of ``sys.argv``; returns (or raises SystemExit), for callers in Python."""
     if sys.argv[1:] == ["--version"]:
-        from msa import __version__
-
         print(f"msa {__version__}")
         return
-    from msa._runtime.bytecode import keep_bytecode
-    from msa.interrupts import process_handlers
-
     keep_bytecode()
     process_handlers()
-    from msa.cli import main as cli_main
+    from msa.cli import main as cli_main  # local: (c) Typer: not for --version (docs/start-up.md, step 1)
 
     cli_main()
 
@@ -40,8 +39,6 @@ def run() -> NoReturn:
     10-29 ms of CPU on the 2-core dev machine, docs/start-up.md) comes after the outputs are
     whole, so the process ends by ``os._exit`` once the command is done and :func:`flushed`;
     otherwise by the usual ``sys.exit``."""
-    from msa.interrupts import process_handlers
-
     process_handlers()  # a signal before the command started: one line, 130 or 143
     try:
         main()

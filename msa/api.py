@@ -53,8 +53,8 @@ def align(records: Iterable[Any], params: AlignParams | None = None, **options: 
     """
     run = _params(params, options)
     db = db_from_records(records)
-    from msa.io.bioalign import to_alignment
-    from msa.pipeline import align_db  # Numba start-up happens only past the checks
+    from msa.io.bioalign import to_alignment  # local: (b) Biopython: 25 ms, for align() only (docs/start-up.md, "Function-local imports")
+    from msa.pipeline import align_db  # local: (b) Numba: loaded only once the input has passed the checks
 
     aligned = align_db(db, run)
     return to_alignment(aligned.names, aligned.descriptions, aligned.rows)
@@ -71,7 +71,7 @@ def build_tree(
     """
     run = _params(params, options)
     db = db_from_records(records)
-    from msa.pipeline import tree_db
+    from msa.pipeline import tree_db  # local: (b) Numba: loaded only once the input has passed the checks
 
     return tree_db(db, run)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from msa.alignment import AlignedRows, insert_columns
+from msa.alignment import AlignedRows, _ranges_of, insert_columns
 from msa.alphabet import detect_seq_type, load_matrix
 from msa.params import NUCLEOTIDE_TYPES, AlignParams, gap_costs
 from msa.profile import AlignBatch, block_counts, gap_vector
@@ -175,8 +175,6 @@ def _flat(aligned: AlignedRows) -> tuple[SeqDB, np.ndarray]:
     """One sequence per record (duplicates that share a sequence made separate) and its residues' columns."""
     if aligned.index is None:
         return aligned.distinct, aligned.columns
-    from msa.alignment import _ranges_of
-
     return aligned.distinct.subset(aligned.index), aligned.columns[_ranges_of(aligned)]
 
 
@@ -201,7 +199,7 @@ def _set_threads(threads: int, backend) -> None:
     only left for Numba's import to read (NUMBA_NUM_THREADS), in case the writing needs it
     after all (stdout, the other formats)."""
     if backend.name == "cpu" or "numba" in sys.modules:
-        from msa.pipeline import _set_threads as set_threads
+        from msa.pipeline import _set_threads as set_threads  # local: (c) Numba: add and merge on a GPU never import it (docs/start-up.md, step 7)
 
         set_threads(threads)
     elif threads > 0:

@@ -313,7 +313,7 @@ class _Sides:
         if self._host is None:
             import numba
 
-            from msa.backends.cpu import CpuBackend
+            from msa.backends.cpu import CpuBackend  # local: (b) the CPU backend: 27 ms more in a GPU run (docs/start-up.md, "Function-local imports")
 
             self._host, self._threads = CpuBackend(), numba.get_num_threads()
         return self._host

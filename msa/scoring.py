@@ -33,7 +33,8 @@ import numpy as np
 
 from msa import interrupts
 from msa.alphabet import lookup
-from msa.io.fasta import ALIGNED_BYTE_CLASS, GAP
+from msa.io.fasta import ALIGNED_BYTE_CLASS, GAP, InputError
+from msa.io.formats import read_rows
 
 #: qscore's gap characters.
 SCORE_GAPS = b"-.~+#"
@@ -225,9 +226,6 @@ def _read(path: str | PathLike[str], in_format: str = "auto") -> tuple[list[str]
     """The names and the ``(n, width)`` rows of an alignment, read by msa.io.formats.read_rows with
     qscore's gap characters; A2M/A3M rows get their insert columns back. A name read twice is an
     error (rows are matched by name)."""
-    from msa.io.fasta import InputError
-    from msa.io.formats import read_rows
-
     rows, inserts, width = read_rows(str(path), in_format, _SCORE_CLASS)
     names = rows.names
     if len(set(names)) != len(names):

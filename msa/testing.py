@@ -11,6 +11,7 @@ from msa.alphabet import load_matrix
 from msa.backends.cpu.align import align_batch
 from msa.params import AlignParams, gap_costs
 from msa.profile import gap_vector, sequence_counts
+from msa.run import split
 
 #: The default substitution matrix (fixed-point).
 MATRIX = load_matrix("PFASUM43")
@@ -92,8 +93,6 @@ def split_output(family, tree, pieces: int, backend, path) -> bytes:
     process, written to ``path``: plan, each piece aligned, the top merged, the rows written in
     place by each piece (last piece first): the bytes. The tests compare it with the whole run."""
     import os
-
-    from msa.run import split
 
     plan, parts = split.plan_split(family, tree, pieces)
     aligned = [split.align_piece(p, plan, backend) for p in parts]

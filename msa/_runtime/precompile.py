@@ -34,6 +34,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
+import msa.consistency
+from msa.backends.cpu import CpuBackend, align, first_compiled_call, segments
+from msa.distances.condensed import condensed_offsets, condensed_rows
+from msa.io import FORMATS, read_fasta, write_alignment
+from msa.io.formats import read_alignment
+from msa.jit import BUILD_ENV
+from msa.merge import add_sequences, merge_alignments
+from msa.params import AlignParams
+from msa.pipeline import align_db, tree_db
+from msa.progress import Progress
+from msa.run import align_file, align_files
+from msa.seqdb import SeqDB
+from msa.tree import write_newick
+
 #: Letters of the synthetic families.
 PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
 DNA = "ACGT"
@@ -73,9 +89,6 @@ class Inputs:
 
 
 def inputs(folder: Path) -> Inputs:
-    from msa.backends.cpu import CpuBackend
-    from msa.params import AlignParams
-
     class PrimEveryGroup(CpuBackend):
         """The GPU backend's host-side tree paths: every single-linkage LCS group by Prim."""
 
@@ -91,9 +104,6 @@ def inputs(folder: Path) -> Inputs:
 def trees(x: Inputs, backend: Any, options: list[dict[str, object]]) -> None:
     """``msa tree`` (and the guide tree of ``msa align``) for each set of options, on protein
     and on nucleotides."""
-    from msa.io import read_fasta
-    from msa.pipeline import tree_db
-
     protein, dna = read_fasta(x.protein), read_fasta(x.dna)
     for opts in options:
         tree_db(protein, x.base.with_(**opts), backend)
@@ -124,12 +134,6 @@ def parttrees(split: str) -> list[dict[str, object]]:
 
 def align_cli(x: Inputs) -> None:
     """``msa align`` as the CLI runs it (the bundled example's path first): read, align, write."""
-    from msa.backends.cpu import first_compiled_call
-    from msa.io import FORMATS, read_fasta, write_alignment
-    from msa.pipeline import align_db
-    from msa.run import align_file
-    from msa.seqdb import SeqDB
-
     first_compiled_call()
     for source in (x.protein, x.dna):
         for fmt, name in (("fasta", "out.fa"), ("fasta", "out.fa.gz"), ("a3m", "out.a3m")):
@@ -146,7 +150,6 @@ def align_cli(x: Inputs) -> None:
     # levels take; the CPU backend runs the stage in one compiled call), with the calling
     # thread's twins and with the thread pool's builds, which levels larger than these
     # families' take.
-    from msa.backends.cpu import CpuBackend, align, segments
 
     class LevelLoop(CpuBackend):
         align_forest = None
@@ -160,8 +163,6 @@ def align_cli(x: Inputs) -> None:
     finally:
         segments.SERIAL_ROWS, align.SERIAL_CELLS = saved
     # --consistency in both stages, with sides small enough that these families' merges take bonuses.
-    import msa.consistency
-
     min_side = msa.consistency.CONSISTENCY_MIN_SIDE
     try:
         msa.consistency.CONSISTENCY_MIN_SIDE = 4
@@ -174,10 +175,6 @@ def align_cli(x: Inputs) -> None:
 
 def align_along(x: Inputs) -> None:
     """Alignments along a Newick file's tree and along PartTree's, on both backends' paths."""
-    from msa.io import read_fasta
-    from msa.pipeline import align_db, tree_db
-    from msa.tree import write_newick
-
     db = read_fasta(x.protein)
     newick = x.folder / "tree.nwk"
     newick.write_text(write_newick(*tree_db(db, x.base, x.cpu)))
@@ -188,11 +185,6 @@ def align_along(x: Inputs) -> None:
 
 def merge_add(x: Inputs) -> None:
     """``msa merge`` of two halves aligned apart; ``msa add`` of one half to the other."""
-    from msa.io import read_fasta, write_alignment
-    from msa.io.formats import read_alignment
-    from msa.merge import add_sequences, merge_alignments
-    from msa.run import align_file
-
     for k, pairs in enumerate((family(1, 120, 80, PROTEIN), family(2, 60, 150, DNA))):
         halves = []
         for h, part in enumerate((pairs[: len(pairs) // 2], pairs[len(pairs) // 2 :])):
@@ -209,8 +201,6 @@ def merge_add(x: Inputs) -> None:
 def many_families(x: Inputs) -> None:
     """``msa align IN... -O DIR``: small families aligned together (shared tree calls and
     progressive levels), on both backends' paths."""
-    from msa.run import align_files
-
     sources = [x.fasta(f"many{k}.fa", family(10 + k, n, 60, PROTEIN)) for k, n in enumerate((1, 2, 30, 45))]
     sources.append(x.fasta("many_dna.fa", family(20, 25, 90, DNA)))
     for k, backend in enumerate((x.cpu, x.gpu_paths)):
@@ -220,10 +210,6 @@ def many_families(x: Inputs) -> None:
 
 def gpu_host(x: Inputs) -> None:
     """The GPU backend's own calls into the condensed-matrix helpers, and its tree paths."""
-    import numpy as np
-
-    from msa.distances.condensed import condensed_offsets, condensed_rows
-
     condensed_rows(np.array([0, 3, 7], dtype=np.int64))
     condensed_offsets(np.array([0, 3, 7], dtype=np.int64))
     trees(x, x.gpu_paths, exact_trees("lcs") + parttrees("sample"))
@@ -246,8 +232,6 @@ WORKLOADS: list[Callable[[Inputs], None]] = [
 
 
 def run_worker(index: int, jobs: int) -> None:
-    from msa.progress import Progress
-
     with tempfile.TemporaryDirectory() as tmp, Progress(quiet=True).running():
         x = inputs(Path(tmp))
         for work in WORKLOADS[index::jobs]:
@@ -267,8 +251,6 @@ def default_jobs() -> int:
 
 def precompile(folder: Path, jobs: int | None = None) -> int:
     """Compile into ``folder``; the number of entries (function and argument types) written."""
-    from msa.jit import BUILD_ENV
-
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     jobs = jobs or default_jobs()

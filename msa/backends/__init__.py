@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from msa.params import DEVICES
+from msa.progress import current
 
 if TYPE_CHECKING:
     import numpy as np
@@ -188,8 +189,6 @@ def get_backend(device: str = "auto", *, quiet: bool = False, memory_cap: int | 
     make, note = prepare_backend(device, memory_cap)
     backend = make()
     if note is not None and not quiet:
-        from msa.progress import current
-
         current().note(note.removeprefix("msa: "))  # the Python API logs it (msa.progress.LogReport)
     return backend
 
@@ -205,7 +204,7 @@ def prepare_backend(device: str, memory_cap: int | None = None) -> tuple[Callabl
     if device in ("auto", "cuda"):
         reason = _cuda_unavailable_reason()
         if reason is None:
-            from msa.backends.cuda import CudaBackend
+            from msa.backends.cuda import CudaBackend  # local: (b) CuPy
 
             make = CudaBackend if memory_cap is None else functools.partial(CudaBackend, memory_cap=memory_cap)
             return make, "msa: using the GPU (cuda backend)" if device == "auto" else None
@@ -218,7 +217,7 @@ def prepare_backend(device: str, memory_cap: int | None = None) -> tuple[Callabl
     if memory_cap is not None:
         ignored = f"msa: --gpu-memory {memory_cap / GB:g} GB is ignored on the CPU"
         note = ignored if note is None else f"{note}; {ignored[5:]}"
-    from msa.backends.cpu import CpuBackend
+    from msa.backends.cpu import CpuBackend  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
 
     return CpuBackend, note
 
@@ -245,7 +244,7 @@ def _cuda_unavailable_reason() -> str | None:
     except Exception as exc:  # driver problems surface here
         return f"CUDA is not usable ({exc})"
     try:
-        import msa.backends.cuda  # noqa: F401
+        import msa.backends.cuda  # local: (b) CuPy
     except ImportError:
         return "the cuda backend is not built yet"
     return None

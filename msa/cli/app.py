@@ -9,6 +9,9 @@ from typing import Annotated
 
 import typer
 
+from msa import __version__
+from msa.run.results import one_line
+
 try:  # typer 0.22 and later carry their own copy of click
     from typer._click import exceptions as click_errors
 except ImportError:
@@ -55,8 +58,6 @@ def main() -> None:
 def _usage_error(exc: click_errors.ClickException) -> int:
     """A usage error (an unknown option, a bad value, a missing argument) as one line on stderr,
     naming the help to read; its exit status (2, the convention of click and GNU tools)."""
-    from msa.run.results import one_line
-
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
     sys.stderr.write(f"msa: error: {one_line(exc.format_message()).rstrip('.')}{hint}\n")
@@ -70,8 +71,6 @@ def _command_name(info: typer.models.CommandInfo) -> str:
 
 def _print_version(value: bool) -> None:
     if value:
-        from msa import __version__
-
         print(f"msa {__version__}")
         raise typer.Exit()
 

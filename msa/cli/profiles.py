@@ -37,7 +37,7 @@ def merge(
     with _errors(), _naming_in_format({first: ("--in-format", in_format), second: ("--in-format", in_format)}):
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         progress = Progress(quiet=quiet, verbose=verbose)
-        from msa.run import profiles  # NumPy: imported once the command runs (not for --help)
+        from msa.run import profiles  # local: (c) NumPy: not for --help (docs/start-up.md, "Commands that align nothing")
         merge, merged = profiles.merge(first, second, output, params, fmt=fmt.value, in_format=in_format,
                                        progress=progress)
         a, b = merge.a, merge.b
@@ -71,7 +71,7 @@ def add(
     with _errors(), _naming_in_format({existing: ("--in-format", in_format)}):
         params = _scoring_params(seq_type, matrix, gap_open, gap_extend, terminal_gap, threads, device, quiet)
         progress = Progress(quiet=quiet, verbose=verbose)
-        from msa.run import profiles  # NumPy: imported once the command runs (not for --help)
+        from msa.run import profiles  # local: (c) NumPy: not for --help (docs/start-up.md, "Commands that align nothing")
         addition, result, dropped = profiles.add(existing, new, output, params, keep_length=keep_length,
                                                  fmt=fmt.value, in_format=in_format, progress=progress)
         progress.note(

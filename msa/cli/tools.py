@@ -73,7 +73,7 @@ def score(
     """Score an alignment against a reference: SP (the Q score) and TC."""
     ref_as = in_format if ref_format is None else ref_format
     with _errors(), _naming_in_format({ref: ("--ref-format", ref_as), test: ("--in-format", in_format)}):
-        from msa.scoring import score_files
+        from msa.scoring import score_files  # local: (c) NumPy: not for --help (docs/start-up.md, "Commands that align nothing")
 
         result = score_files(test, ref, in_format, ref_as)
         if as_json:

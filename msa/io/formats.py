@@ -26,12 +26,17 @@ from typing import BinaryIO, Callable, Sequence
 import numpy as np
 
 from msa import __version__, interrupts
-from msa.io.fasta import LINE_WIDTH, fasta_size, write_fasta
+from msa.alignment import AlignedRows, insert_columns
+from msa.alphabet import detect_seq_type, lookup
+from msa.io.fasta import (
+    ALIGNED_BYTE_CLASS, BAD, GAP, LINE_WIDTH, RESIDUE, InputError, _label, describe_byte, fasta_size, read_input, write_fasta,
+)
 from msa.io.output import check_space, needing, regular_file
 from msa.io.readers import BLOCK_FORMATS, FORMAT_NAMES, Table, parse_alignment
 from msa.io import writers
 from msa.io.writers import Rows
-from msa.params import FORMATS, OutputFormat  # defined with the other choices (the CLI's, without NumPy)
+from msa.params import FORMATS, NUCLEOTIDE_TYPES, OutputFormat  # defined with the other choices (the CLI's, without NumPy)
+from msa.progress import current
 
 #: The file extension of each format (the names ``msa align -O`` gives its outputs).
 FORMAT_SUFFIXES: dict[str, str] = {
@@ -69,8 +74,6 @@ def write_alignment(
     needed = output_size(aligned.names, aligned.descriptions, aligned.width, fmt)
     names = writers.check_names(aligned.names, fmt)
     if fmt == "stockholm" and names != aligned.names:
-        from msa.progress import current
-
         renamed = sum(a != b for a, b in zip(names, aligned.names))
         current().note(f"stockholm: {renamed} repeated name{'s' if renamed > 1 else ''} written as NAME/2, "
                        "NAME/3, ... (its readers join the lines of one name into one sequence)")
@@ -99,9 +102,6 @@ def write_alignment(
 
 def _nucleotide(aligned: Rows, seq_type: str | None) -> bool:
     """Whether the rows are DNA or RNA: ``seq_type``, else detected from the letters."""
-    from msa.alphabet import detect_seq_type
-    from msa.params import NUCLEOTIDE_TYPES
-
     if seq_type is None:
         seq_type = detect_seq_type(aligned.distinct.residues, aligned.distinct.offsets)
     return seq_type in NUCLEOTIDE_TYPES
@@ -181,10 +181,6 @@ def expand_inserts(text: np.ndarray, offsets: np.ndarray, label: str = "input",
     Raises:
         InputError: rows with different numbers of match states.
     """
-    from msa.alignment import insert_columns
-    from msa.alphabet import lookup
-    from msa.io.fasta import InputError
-
     n = len(offsets) - 1
     lengths = np.diff(offsets)
     insert = lookup(_INSERT, text).view(bool)
@@ -232,8 +228,6 @@ def read_alignment(source: str, in_format: str = "auto"):
         InputError: an empty file, not an alignment (rows of unequal width), a bad
             record, or a file Biopython cannot read in ``in_format``.
     """
-    from msa.alignment import AlignedRows
-
     rows, inserts, width = read_rows(source, in_format)
     columns = inserts.columns() if inserts is not None else None
     interrupts.check()
@@ -248,8 +242,6 @@ def read_rows(source: str, in_format: str = "auto", table: np.ndarray | None = N
     Raises:
         InputError: see read_alignment.
     """
-    from msa.io.fasta import ALIGNED_BYTE_CLASS, InputError, _label, read_input
-
     label = _label(source)
     fmt = in_format
     if fmt == "auto":
@@ -281,8 +273,6 @@ def read_rows(source: str, in_format: str = "auto", table: np.ndarray | None = N
 def _read_with_biopython(source: str, fmt: str, label: str) -> Table:
     """The rows of an alignment in a format msa does not write, read by Biopython's ``Bio.Align``."""
     from Bio import Align
-
-    from msa.io.fasta import ALIGNED_BYTE_CLASS, BAD, GAP, RESIDUE, InputError, describe_byte, read_input
 
     data = read_input(source)
     if not data.strip():

@@ -22,6 +22,8 @@ from typing import BinaryIO, Protocol, Sequence
 
 import numpy as np
 
+from msa.alphabet import lookup
+from msa.io.fasta import header_bytes
 from msa.seqdb import SeqDB, _ranges
 
 
@@ -152,8 +154,6 @@ def _write_rows(out: BinaryIO, aligned: Rows, heads: Sequence[bytes], backend=No
     FASTA's are, by ``aligned.fill`` on ``backend`` (default: the CPU's threads),
     a record being a head and one unwrapped row."""
     from dataclasses import replace
-
-    from msa.alphabet import lookup
 
     n, width = len(heads), aligned.width
     row = np.full(width + 1, _NL, dtype=np.uint8)
@@ -291,8 +291,6 @@ def conservation_line(rows: np.ndarray, nucleotide: bool = False) -> np.ndarray:
 
     The kinds of residue in a column are the bits of one OR over its rows, made only for the
     columns without a gap (few, in a large alignment)."""
-    from msa.alphabet import lookup
-
     n, width = rows.shape
     line = np.full(width, _SPACE, dtype=np.uint8)
     if n == 0:
@@ -420,9 +418,6 @@ def write_a3m(out: BinaryIO, aligned: Rows) -> None:
 
     A residue's place in its line is the match columns before its column plus
     the record's insert residues before it: computed for all residues at once."""
-    from msa.alphabet import lookup
-    from msa.io.fasta import header_bytes
-
     match = a3m_match_columns(aligned)
     matches = int(match.sum())
     match_before = np.cumsum(match) - match

@@ -105,7 +105,7 @@ def align_files(
         >>> len(summary.done), [r.error for r in summary.failed]  # doctest: +SKIP
         (2, [])
     """
-    from msa.run.plan import plan_run, tree_file_read
+    from msa.run.plan import plan_run, tree_file_read  # local: (c) NumPy: msa.run loads its steps on first use (docs/start-up.md, "Commands that align nothing")
 
     params = (params or AlignParams()).with_(**options)
     cluster = cluster_options(params.device, scheduler=scheduler, workers=workers, gpus=gpus)
@@ -132,13 +132,13 @@ def run_families(
     ``memory_cap`` (``--gpu-memory``) this process's or each worker's; ``progress`` draws one bar over the families and
     ``on_result`` hears of each family as it ends."""
     if cluster:
-        from msa.run.dask import run_families_dask
+        from msa.run.dask import run_families_dask  # local: (c) NumPy: msa.run loads its steps on first use (docs/start-up.md, "Commands that align nothing")
 
         return run_families_dask(
             families, params, fmt=fmt, skip_existing=skip_existing, memory_cap=memory_cap, progress=progress,
             on_result=on_result, **cluster,
         )
-    from msa.run.local import run_local
+    from msa.run.local import run_local  # local: (c) NumPy: msa.run loads its steps on first use (docs/start-up.md, "Commands that align nothing")
 
     return run_local(
         families, params, fmt=fmt, skip_existing=skip_existing, backend=backend, early_start=early_start,
@@ -156,7 +156,7 @@ def cluster_options(
     given = {k: v for k, v in (("scheduler", scheduler), ("workers", workers), ("gpus", gpus)) if v is not None}
     if not given:
         return None
-    from msa.run.dask import check_options
+    from msa.run.dask import check_options  # local: (c) NumPy: msa.run loads its steps on first use (docs/start-up.md, "Commands that align nothing")
 
     check_options(device, **given)
     return given | ({"connect_timeout": connect_timeout} if scheduler is not None else {})

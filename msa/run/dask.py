@@ -42,10 +42,12 @@ from typing import Any
 
 from msa import interrupts
 from msa.backends import Backend, BackendUnavailable, get_backend
-from msa.io.output import remove_stale_parts
+from msa.io.output import check_space, remove_stale_parts, reserve
 from msa.params import CONNECT_TIMEOUT, AlignParams
 from msa.progress import Progress, current
-from msa.run.local import BATCH_RESIDUES, SMALL_FAMILY_RESIDUES, run_local
+from msa.run.local import (
+    BATCH_RESIDUES, FAMILY_ERRORS, SMALL_FAMILY_RESIDUES, _align_alone, _failed, _read_family, output, run_local,
+)
 from msa.run.plan import Family, pending
 from msa.run.results import FamilyResult, RunSummary, count, family_error, one_line
 
@@ -156,7 +158,7 @@ def _plan_within_share(backend: Backend) -> None:
         return
     import cupy
 
-    from msa.backends.cuda.memory import MEMORY_FRACTION
+    from msa.backends.cuda.memory import MEMORY_FRACTION  # local: (b) CuPy
 
     own = int(int(cupy.cuda.runtime.memGetInfo()[1]) * MEMORY_FRACTION) // share
     backend.memory_limit = own if backend.memory_limit is None else min(own, backend.memory_limit)
@@ -245,7 +247,7 @@ def _task(kind: str, params: AlignParams, setup: WorkerSetup, families: int = 0)
     with _LOCK:
         box["params"] = run_params = _worker_params(params, setup.per_host)
         box["backend"] = lambda: worker_backend(run_params.device, setup.memory_cap)
-        from msa.pipeline import _set_threads
+        from msa.pipeline import _set_threads  # local: (d) on a Dask worker: the client imports no Numba
 
         _set_threads(box["params"].threads)
         with clock.running():
@@ -317,9 +319,8 @@ def split_plan_on_worker(
     (msa.run.split.plan_split), or, where refinement or ``--consistency`` (whose bonuses the
     pieces do not take) needs the whole family, aligned and written here whole; a bad input is
     its failed FamilyResult."""
-    from msa.pipeline import family_tree
-    from msa.run.local import FAMILY_ERRORS, _align_alone, _failed, _read_family
-    from msa.run.split import plan_split
+    from msa.pipeline import family_tree  # local: (d) on a Dask worker: the client imports no Numba
+    from msa.run.split import plan_split  # local: (d) on a Dask worker: the client imports no Numba
 
     where = _on_worker(family, cwd)
     with _task("split plan", params, setup, 1) as box:
@@ -350,7 +351,7 @@ def align_piece_on_worker(
 ) -> tuple[Any, TaskRecord]:
     """A piece's subtrees aligned (msa.run.split.align_piece); ``arrived``: the other pieces'
     :func:`_arrived`, which it waits for."""
-    from msa.run.split import align_piece
+    from msa.run.split import align_piece  # local: (d) on a Dask worker: the client imports no Numba
 
     with _task("split piece", params, setup) as box:
         aligned = align_piece(piece, plan, box["backend"]())  # its own stage
@@ -360,7 +361,7 @@ def align_piece_on_worker(
 def merge_top_on_worker(plan: Any, profiles: Sequence[Mapping[int, Any]], params: AlignParams,
                         setup: WorkerSetup) -> tuple[Any, TaskRecord]:
     """The merges above the cut (msa.run.split.merge_top), from each piece's root profiles."""
-    from msa.run.split import merge_top
+    from msa.run.split import merge_top  # local: (d) on a Dask worker: the client imports no Numba
 
     with _task("split top", params, setup) as box:
         with current().stage("top merges"):
@@ -371,7 +372,7 @@ def merge_top_on_worker(plan: Any, profiles: Sequence[Mapping[int, Any]], params
 def write_piece_on_worker(path: str, piece: Any, aligned: Any, top: Any, params: AlignParams,
                           setup: WorkerSetup) -> TaskRecord:
     """A piece's rows written in place into the family's output (msa.run.split.write_piece)."""
-    from msa.run.split import write_piece
+    from msa.run.split import write_piece  # local: (d) on a Dask worker: the client imports no Numba
 
     maps, width = top[0]
     with _task("split write", params, setup) as box:
@@ -531,7 +532,7 @@ def _submit_and_collect(
 def _splits(family: Family, fmt: str, workers: int) -> bool:
     """Whether a family is split across the workers (msa.run.split): a large one, in a run of
     several workers, to an uncompressed FASTA file (which the pieces write in place)."""
-    from msa.run import split
+    from msa.run import split  # local: (b) Numba: the client imports it only where a family may be split
 
     return workers > 1 and family.size > split.split_family_bytes() and fmt == "fasta" and not family.output.endswith(".gz")
 
@@ -545,9 +546,7 @@ def _align_split(
     then, the width known, the output opened here at its full size and each piece's rows
     written into it where they were aligned; renamed whole once every piece is in. A task
     that fails fails the family (its one-line error) and leaves no file."""
-    from msa.io.output import check_space, reserve
-    from msa.run.local import output
-    from msa.run.split import PIECES_PER_WORKER
+    from msa.run.split import PIECES_PER_WORKER  # local: (b) Numba: the client imports it only where a family is split
 
     start = time.perf_counter()
     name = os.path.basename(family.output)

@@ -25,6 +25,7 @@ from msa.io.output import check_space
 from msa.io.writers import check_names
 from msa.params import AlignParams
 from msa.progress import current
+from msa.run import run_families
 from msa.run.local import output, prepare_read, read_input, write_rows
 from msa.run.plan import Family, check_paths, cpu_first, tree_file_read
 
@@ -71,7 +72,7 @@ def align_one(
             backend = functools.partial(backend_start.backend, quiet=params.quiet)  # waited for as late as can be
             widest = int(family.db.lengths.max(initial=0))
             check_space(out, output_size(family.db.names, family.db.descriptions, widest, fmt), at_least=True)
-            from msa.pipeline import align_prepared, tree_prepared
+            from msa.pipeline import align_prepared, tree_prepared  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
 
             guide = None
             if newick_out is not None:
@@ -98,8 +99,6 @@ def align_one_on_cluster(
     check_paths([(f"the input {input}", input), *tree_file_read(params)], [(f"-o/--output {out_path}", out_path)])
     if not os.path.isfile(input):
         raise ValueError(f"{input}: a cluster's workers read the input again: give a regular file, not a pipe")
-    from msa.run import run_families
-
     family = Family(input, out_path, os.path.getsize(input))
     [result] = run_families([family], params, fmt=fmt, cluster=cluster, memory_cap=memory_cap).results
     if result.status == "failed":
@@ -114,7 +113,7 @@ def tree_one(input: str, out_path: str | None, params: AlignParams, memory_cap: 
         db = read_input(input)
         with output(out_path) as out:
             backend = backend_start.backend(quiet=params.quiet)
-            from msa.pipeline import tree_db
+            from msa.pipeline import tree_db  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
 
             with current().stage("guide tree"):
                 guide, names = tree_db(db, params, backend)
@@ -124,7 +123,7 @@ def tree_one(input: str, out_path: str | None, params: AlignParams, memory_cap: 
 
 def newick_bytes(guide: object, names: list[str]) -> bytes:
     """A guide tree's Newick text, ending in a newline, as bytes."""
-    from msa.tree import write_newick
+    from msa.tree import write_newick  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
 
     text = write_newick(guide, names)
     return (text if text.endswith("\n") else text + "\n").encode("utf-8", "surrogateescape")

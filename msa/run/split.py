@@ -36,9 +36,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from msa.alphabet import load_matrix
+from msa.backends.cpu.records import fill_records
 from msa.io.fasta import LINE_WIDTH, fasta_size, fill_mapped, header_bytes, row_template, wrapped_line
 from msa.params import AlignParams, GapCosts, gap_costs
+from msa.progressive import align_profiles, progressive_profiles
 from msa.seqdb import SeqDB
+from msa.seqops import take_ranges
 from msa.tree.guide_tree import GuideTree, cut_tree
 from msa.tree.weights import family_weights
 
@@ -183,9 +187,6 @@ def plan_split(prepared, tree: GuideTree, pieces: int) -> tuple[SplitPlan, list[
 
 def align_piece(piece: Piece, plan: SplitPlan, backend) -> AlignedPiece:
     """The progressive stage of a piece's subtrees, in shared launches."""
-    from msa.alphabet import load_matrix
-    from msa.progressive import progressive_profiles
-
     done = progressive_profiles(piece.dbs, piece.trees, load_matrix(plan.params.matrix), [plan.gaps] * len(piece.dbs),
                                 backend, piece.weights)
     return AlignedPiece({s: profile for s, (_, _, profile) in zip(piece.subtrees, done)},
@@ -196,9 +197,6 @@ def merge_top(plan: SplitPlan, profiles: Sequence[Mapping[int, np.ndarray]], bac
     """The merges above the cut, from the subtrees' root ``profiles`` (each piece's, by subtree:
     AlignedPiece.profiles): each subtree's map from its root's columns to the final ones, and
     the width."""
-    from msa.alphabet import load_matrix
-    from msa.progressive import align_profiles
-
     ordered = [of_piece[s] for s in range(len(plan.sizes)) for of_piece in profiles if s in of_piece]
     return align_profiles(ordered, plan.sizes, plan.top, load_matrix(plan.params.matrix), plan.gaps, backend)
 
@@ -206,8 +204,6 @@ def merge_top(plan: SplitPlan, profiles: Sequence[Mapping[int, np.ndarray]], bac
 def write_piece(path: str, piece: Piece, aligned: AlignedPiece, maps: list[np.ndarray], width: int) -> None:
     """A piece's rows written in place into the output file at ``path`` (already the output's
     size, its space reserved), the other pieces' bytes left as they are."""
-    from msa.backends.cpu.records import fill_records
-
     sequences = SeqDB.joined(piece.dbs) if len(piece.dbs) > 1 else piece.dbs[0]
     starts = sequences.offsets[np.cumsum([0] + [len(db) for db in piece.dbs])]
     final = np.concatenate([
@@ -240,6 +236,4 @@ def _sequences(unique: SeqDB, unique_lengths: np.ndarray, leaves: np.ndarray) ->
 
 
 def _take(src: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    from msa.seqops import take_ranges
-
     return take_ranges(src, np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64))

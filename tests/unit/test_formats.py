@@ -170,14 +170,14 @@ def test_relaxed_phylip_refuses_a_name_with_a_blank() -> None:
     assert check_names(["a\u00a0b", "c"], "phylip") == ["a\u00a0b", "c"]
 
 
-def test_stockholm_makes_repeated_names_unique(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stockholm_makes_repeated_names_unique() -> None:
     from msa.progress import NoteRecorder
 
     notes = NoteRecorder()
-    monkeypatch.setattr("msa.progress.current", lambda: notes)
     names = ["a", "a", "a/2", "b", "a"]
     rows = random_rows(5, 40)
-    text = written(aligned_of(names, rows), "stockholm")
+    with notes.running():
+        text = written(aligned_of(names, rows), "stockholm")
     got, got_rows = read_back(text, "stockholm")
     assert got == ["a", "a/3", "a/2", "b", "a/4"]
     assert got_rows == [r.tobytes().decode() for r in rows]

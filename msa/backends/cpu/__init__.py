@@ -19,10 +19,13 @@ from msa.backends.cpu import forest, kmers, lcs, records, segments, sw
 from msa.backends.cpu.align import align_batch
 from msa.consistency import TopLibrary
 from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
+from msa.interrupts import check
 from msa.jit import njit
 from msa.params import GapCosts
 from msa.profile import N_COUNTS, AlignBatch, AlignResult
 from msa.seqops import take_ranges
+from msa.tree import guide_tree, linkage
+from msa.tree import weights as tree_weights
 
 
 @njit(cache=True, nogil=True)
@@ -47,11 +50,9 @@ def stage_functions() -> list:
     msa.backends.cpu.forest), the records. msa._runtime.startup loads them on its background thread
     while the main thread de-duplicates the input and computes the distances, which load their own
     functions."""
-    from msa.tree import guide_tree, linkage, weights
-
     return [
         linkage.batch_linkage, linkage.graft, linkage._postorder, linkage._renumber, guide_tree.node_levels,
-        weights._clustalw, forest.align_forest, records.fill_records,
+        tree_weights._clustalw, forest.align_forest, records.fill_records,
     ]
 
 
@@ -268,8 +269,6 @@ PRIM_CALL_WORK = 1 << 30
 
 def _prim_mst(codes: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """lcs.lcs_prim_mst of one group; a large one a slice of steps at a time (lcs.lcs_prim_steps)."""
-    from msa.interrupts import check
-
     s, threads = len(ids), numba.get_num_threads()
     length = int((offsets[ids + 1] - offsets[ids]).mean()) if s else 0
     per_call = max(1, PRIM_CALL_WORK // max(1, s * length * ((length + 63) // 64)))
