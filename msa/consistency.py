@@ -33,6 +33,7 @@ from msa.jit import njit
 from msa.params import (
     CONSISTENCY_ABSORB_PER, CONSISTENCY_MAX_MERGES, CONSISTENCY_MIN_SIDE, CONSISTENCY_WEIGHT, AlignParams, ConsistencyDraw,
 )
+from msa.refine import pair_library
 from msa.seqdb import SeqDB, _ranges, offsets_of
 from msa.tree.guide_tree import GuideTree, forest_spans, subtree_spans
 
@@ -98,7 +99,6 @@ def top_library(
     ``samples`` drawn from each side (a smaller side whole), every pair aligned in one backend
     call (msa.refine.pair_library). ``draw``: each side's most isolated members
     (:func:`isolation_rank`) or a random draw."""
-    from msa.refine import pair_library
 
     n, n_merges = tree.n_leaves, len(tree.children)
     order, start, size = subtree_spans(tree.children, n)

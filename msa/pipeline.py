@@ -11,11 +11,17 @@ import numpy as np
 from msa.alignment import AlignedRows
 from msa.alphabet import detect_seq_type, load_matrix
 from msa.backends import Backend, get_backend
+from msa.consistency import top_library
 from msa.params import AlignParams, gap_costs
+from msa.profile import gap_vector
+from msa.progressive import progressive_align, progressive_align_many
 from msa.progress import current
+from msa.refine import refine_many
 from msa.seqdb import SeqDB
 from msa.tree import GuideTree, NewickError, build_guide_tree, read_newick
+from msa.tree.build import build_guide_trees
 from msa.tree.weights import family_weights
+
 
 def threads_sleep_when_idle() -> None:
     """Idle Numba threads sleep rather than spin (see :func:`_set_threads`): OMP_WAIT_POLICY
@@ -93,8 +99,6 @@ def align_prepared(
     if tree is None:
         tree = family_tree(family, backend)
 
-    from msa.progressive import progressive_align
-
     matrix = load_matrix(params.matrix)
     gaps = gap_costs(params, len(family.db))
     weights = family_weights(tree, params)
@@ -126,9 +130,6 @@ def align_families(
     here: such families go through align_db. Raises as align_db does, for the first
     family that fails (the caller aligns them alone to tell which).
     """
-    from msa.progressive import progressive_align_many
-    from msa.tree.build import build_guide_trees
-
     out: list[AlignedRows | None] = [None] * len(families)
     if not families:
         return []
@@ -160,8 +161,6 @@ def family_library(db: SeqDB, tree: GuideTree, matrix: np.ndarray, params: Align
     samples = params.consistency_samples(len(db))
     if not samples:
         return None
-    from msa.consistency import top_library
-    from msa.profile import gap_vector
 
     with current().stage("consistency library"):
         return top_library(db, tree, matrix, gap_vector(gap_costs(params, 2)), backend, samples, params.seed,
@@ -179,7 +178,6 @@ def refine_stage(
     todo = [f for f, r in enumerate(rounds) if r > 0]
     if not todo:
         return aligned
-    from msa.refine import refine_many
 
     out = list(aligned)
     for r in sorted({rounds[f] for f in todo}):  # one group per round count (one with auto)

@@ -223,7 +223,7 @@ def _naming_in_format(in_formats: dict[str, tuple[str, str]]) -> Iterator[None]:
 def _check_scoring(params: AlignParams) -> None:
     """An unknown matrix, or one of the wrong kind for a given --seq-type, fails before any work."""
     if params.matrix is not None:
-        from msa.alphabet import load_matrix  # NumPy: not for commands that align nothing
+        from msa.alphabet import load_matrix  # local: (c) NumPy: not for commands that align nothing (docs/start-up.md)
 
         load_matrix(params.matrix)
     if params.seq_type != "auto":

@@ -126,9 +126,6 @@ def test_the_layers() -> None:
     assert not any("msa.__main__" in targets for targets in graph.values())
 
 
-#: Pending: files whose function-local imports are still to be hoisted or given their reasons;
-#: each leaves this list once they are.
-LOCAL_IMPORTS_PENDING = ("consistency.py", "params.py", "pipeline.py", "cli/align.py", "cli/options.py")
 #: What a function-local import of an msa module carries on its line: why it is not at the top
 #: (an import circle, an optional or heavy dependency, a lazily imported leg of the start-up that
 #: docs/start-up.md measures, or a different process).
@@ -165,11 +162,9 @@ def test_every_local_import_says_why() -> None:
     """A function-local import of an msa module is at the top of its module, or says on its line
     why not (``# local: ...``): the start-up is what docs/start-up.md measures, not imports put
     off by habit."""
-    pending = {MSA / name for name in LOCAL_IMPORTS_PENDING}
-    assert all(path.exists() for path in pending), sorted(str(p) for p in pending if not p.exists())
     bare = [
         f"{path.relative_to(MSA.parent)}:{line}: {text.strip()}"
-        for path in sorted(MSA.rglob("*.py")) if path not in pending
+        for path in sorted(MSA.rglob("*.py"))
         for line, text in _local_msa_imports(path) if LOCAL_REASON not in text
     ]
     assert not bare, "\n".join(bare)
