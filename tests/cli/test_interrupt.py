@@ -258,6 +258,8 @@ def stop_at_random_moments(args: list[str], folder: Path, output: Path | None, s
     latencies = []
     for k in range(runs):
         sig = SIGNALS[k % 2]
+        if output is not None:
+            output.unlink(missing_ok=True)  # a run before this one may have finished whole
         proc = start(*args, cwd=folder)
         wait_for_handlers(proc)
         time.sleep(rng.uniform(0.1, 0.8) * seconds)
