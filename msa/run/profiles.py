@@ -11,6 +11,7 @@ from typing import Any
 
 from msa._runtime.forked import ForkedCall
 from msa._runtime.startup import BackendStart
+from msa import interrupts
 from msa.backends import Backend
 from msa.io import read_fasta
 from msa.io.formats import read_alignment
@@ -52,6 +53,7 @@ def _run(
             backend = backend_start.backend(quiet=params.quiet)
             aligned = align(prepared, backend)
             write_rows(out, aligned[0], fmt, backend)
+            interrupts.finished()  # the output is whole: a signal no longer stops its rename
     return prepared, aligned
 
 
