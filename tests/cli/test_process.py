@@ -146,9 +146,11 @@ def test_ctrl_z_stops_the_work_itself(tmp_path: Path, process_mark) -> None:
     """SIGTSTP (a terminal's Ctrl-Z) stops the process that does the work, and SIGCONT goes on."""
     inputs(tmp_path)
     os.mkfifo(tmp_path / "fifo.fa")
+    # A process group of its own, as a shell's job: the kernel drops a stop signal sent to an
+    # orphaned group, which pytest's own group is where its parent has gone (a detached job).
     proc = subprocess.Popen([sys.executable, "-m", "msa", "align", "fifo.fa", "-o", "out.fa", "-q", "--device",
                              "cpu"], cwd=tmp_path, env=process_mark.env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=os.setpgrp)
     deadline = time.monotonic() + 60
     while not process_mark.processes() and time.monotonic() < deadline:
         time.sleep(0.02)
