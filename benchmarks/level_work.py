@@ -1,7 +1,7 @@
 """The progressive stage's work, level by level: how much of a family's DP sits in levels too
 small to fill a GPU, and what a level's fixed cost makes of them.
 
-    python benchmarks/level_work.py FAMILY.fa [...] [--json OUT.json] [--level-ms 0.9] [--gcups 25]
+    python benchmarks/level_work.py FAMILY.fa [...] [--json OUT.json] [--level-ms 0.9] [--gcups 25] [--sms 132]
 
 Each family runs msa's default pipeline on the CPU (tree, weights, consistency library) and
 then its progressive stage through the level loop, one ``profile_align`` call per level piece,
@@ -10,7 +10,7 @@ read and written (counts rows of ``N_COUNTS`` int32), and whether it carries con
 bonuses. The same alignment comes out as from the CPU's one-call stage (checked).
 
 Levels are put in kinds by their merges (1, 2-15, 16-131, 132 and more: an H100 has 132
-multiprocessors) and, per kind, the script prints the levels, merges, cells and bytes, and two
+multiprocessors) and, per kind, the script prints the levels, merges, cells and bytes, and three
 times on a GPU: ``levels x --level-ms`` (the level loop's fixed cost a level, measured on an
 H100 host: docs/progressive.md), ``cells / --gcups`` (the wide-batch DP rate, docs/kernels.md)
 and each level's largest merge at ``--gcups / --sms`` (one block a merge, as ``dp_fill`` runs
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -41,17 +40,15 @@ from msa.tree.weights import family_weights
 KINDS = ((1, "1 merge"), (15, "2-15"), (131, "16-131"), (None, ">=132"))
 
 
-class CountingBackend:
+class CountingBackend(CpuBackend):
     """The CPU backend without its one-call stage, so the progressive stage runs level by
-    level; every ``profile_align`` call is recorded."""
+    level (as on a GPU); every ``profile_align`` call is recorded."""
 
-    def __init__(self, inner: CpuBackend) -> None:
-        self._inner = inner
-        self.align_forest = None
+    align_forest = None
+
+    def __init__(self) -> None:
+        super().__init__()
         self.calls: list[dict] = []
-
-    def __getattr__(self, name: str):
-        return getattr(self._inner, name)
 
     def profile_align(self, batch):
         widths = np.diff(np.asarray(batch.col_offsets))
@@ -63,7 +60,7 @@ class CountingBackend:
             "columns_in": int(widths.sum()),
             "guided": batch.bonus is not None and int(batch.bonus[1][-1]) > 0,
         })
-        return self._inner.profile_align(batch)
+        return super().profile_align(batch)
 
 
 def family_work(path: Path) -> dict:
@@ -76,7 +73,7 @@ def family_work(path: Path) -> dict:
     weights = family_weights(tree, params)
     library = pipeline.family_library(family.unique, tree, matrix, params, inner)
     want = progressive_align(family.unique, tree, matrix, gaps, inner, weights, library)
-    counting = CountingBackend(inner)
+    counting = CountingBackend()
     start = time.perf_counter()
     got = progressive_align(family.unique, tree, matrix, gaps, counting, weights, library)
     loop_s = time.perf_counter() - start
@@ -87,10 +84,7 @@ def family_work(path: Path) -> dict:
 
 
 def kind_of(merges: int) -> str:
-    for bound, name in KINDS:
-        if bound is None or merges <= bound:
-            return name
-    raise AssertionError
+    return next(name for bound, name in KINDS if bound is None or merges <= bound)
 
 
 def summarize(work: list[dict], level_ms: float, gcups: float, sms: int) -> dict:
@@ -142,9 +136,8 @@ def main() -> None:
               f"{row['guided_levels']:7d} {row['latency_s']:15.2f}s {row['work_s']:17.3f}s {row['one_sm_s']:18.2f}s")
     if a.json:
         a.json.write_text(json.dumps({"families": work, "summary": table, "level_ms": a.level_ms,
-                                      "gcups": a.gcups}, indent=1))
-    return None
+                                      "gcups": a.gcups, "sms": a.sms}, indent=1))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
