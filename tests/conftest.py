@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 
@@ -124,6 +125,13 @@ class ProcessMark:
 
 
 @pytest.fixture
-def process_mark() -> ProcessMark:
-    """A fresh :class:`ProcessMark`."""
-    return ProcessMark()
+def process_mark() -> Iterator[ProcessMark]:
+    """A fresh :class:`ProcessMark`; whatever it marks is killed after the test, so a test that
+    fails with a run still waiting (on a FIFO, stopped by SIGTSTP) leaves nothing behind."""
+    mark = ProcessMark()
+    yield mark
+    for pid in mark.processes():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:  # gone meanwhile
+            pass
