@@ -5,7 +5,8 @@ A command's work runs here and in children that end with it: nothing keeps runni
 click: ~0.1 s of a 0.2 s run). The signal handlers come first, before the imports of NumPy,
 Numba and the CLI, so that a run stopped at any moment exits 130 or 143 with one line; just
 before them, where the interpreter keeps no bytecode for those packages, msa points it at a
-cache of its own (:mod:`msa._runtime.bytecode`). Once the command is done the process ends
+cache of its own (:mod:`msa._runtime.bytecode`), and NumPy's BLAS at one thread
+(:mod:`msa._runtime.blas`). Once the command is done the process ends
 without the interpreter's teardown (:func:`run`).
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from typing import NoReturn
 
 from msa import __version__
+from msa._runtime.blas import one_blas_thread
 from msa._runtime.bytecode import keep_bytecode
 from msa.interrupts import process_handlers
 
@@ -26,6 +28,7 @@ def main() -> None:
         print(f"msa {__version__}")
         return
     keep_bytecode()
+    one_blas_thread()
     process_handlers()
     from msa.cli import main as cli_main  # local: (c) Typer: not for --version (docs/start-up.md, step 1)
 

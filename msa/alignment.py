@@ -32,7 +32,7 @@ class AlignedRows:
 
     def place(self, flat: np.ndarray, line: int, width: int, lo: int, hi: int, clear: bool = False) -> None:
         """Put the residues of records ``lo..hi`` into the wrapped rows of ``flat`` (b'-' again if ``clear``)."""
-        from msa.rows import place_residues  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 5)
+        from msa.rows import place_residues  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 6)
 
         db = self.distinct
         place_residues(flat, line, width, self._ids(lo, hi), db.offsets, self.columns, db.residues, clear)
@@ -43,7 +43,7 @@ class AlignedRows:
         msa.backends.cpu.records.fill_records; ``rec_off`` and ``head_off`` are theirs), on ``backend`` (default:
         the CPU's Numba loop)."""
         if backend is None:
-            from msa.backends.cpu.records import fill_records as fill  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 5)
+            from msa.backends.cpu.records import fill_records as fill  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 6)
         else:
             fill = backend.fill_records
         db = self.distinct
@@ -53,13 +53,13 @@ class AlignedRows:
     @property
     def rows(self) -> np.ndarray:
         """All ``(n, width)`` uint8 rows (letters and b'-'), one per record."""
-        from msa.rows import gapped_rows  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 5)
+        from msa.rows import gapped_rows  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 6)
 
         return gapped_rows(self.distinct, self.columns, self.width, self._ids(0, len(self.names)))
 
     def rows_of(self, lo: int, hi: int) -> np.ndarray:
         """The ``(hi - lo, width)`` uint8 rows of records ``lo..hi`` (a block, for writers)."""
-        from msa.rows import gapped_rows  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 5)
+        from msa.rows import gapped_rows  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 6)
 
         return gapped_rows(self.distinct, self.columns, self.width, self._ids(lo, hi))
 

@@ -199,7 +199,7 @@ def _set_threads(threads: int, backend) -> None:
     only left for Numba's import to read (NUMBA_NUM_THREADS), in case the writing needs it
     after all (stdout, the other formats)."""
     if backend.name == "cpu" or "numba" in sys.modules:
-        from msa.pipeline import _set_threads as set_threads  # local: (c) Numba: add and merge on a GPU never import it (docs/start-up.md, step 7)
+        from msa.pipeline import _set_threads as set_threads  # local: (c) Numba: add and merge on a GPU never import it (docs/start-up.md, step 8)
 
         set_threads(threads)
     elif threads > 0:

@@ -265,9 +265,10 @@ def _distinct_pairs(pairs: np.ndarray) -> np.ndarray:
 
 def pair_library(codes, offsets, pairs, matrix, gaps, backend) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Residue pairs (indices into ``codes``) that the pairwise alignment of each pair of rows
-    aligns, and the pair (its row of ``pairs``) that aligned each, in pair order; each pair a
-    merge of two one-sequence profiles, in calls of ~LIBRARY_CHUNK residues cut where the
-    backend's memory asks (level_cuts: its tables are gathered there)."""
+    aligns, and the pair (its row of ``pairs``) that aligned each, in pair order; each pair
+    aligned as the progressive stage merges two one-sequence profiles (the backend's
+    ``pair_residues``), in calls of ~LIBRARY_CHUNK residues cut where the backend's memory asks
+    (level_cuts: a GPU gathers its tables there)."""
     widths = np.diff(offsets)[pairs]
     if len(pairs) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -275,59 +276,11 @@ def pair_library(codes, offsets, pairs, matrix, gaps, backend) -> tuple[np.ndarr
     cuts = np.sort(np.concatenate((np.flatnonzero(chunk[1:] != chunk[:-1]) + 1, backend.level_cuts(widths.reshape(-1)),
                                    [0, len(pairs)])))
     cuts = cuts[np.diff(cuts, prepend=-1) > 0]  # not np.union1d: np.unique imports numpy.ma (7 ms of a run)
-    on_backend = backend.xp.asarray(codes)  # one upload: each call's one-hot tables are made there
-    parts = [_aligned_pairs(on_backend, offsets, pairs[a:b], matrix, gaps, backend)
-             for a, b in zip(cuts[:-1], cuts[1:])]
+    on_backend = backend.xp.asarray(codes)  # one upload
+    offsets = np.asarray(offsets, dtype=np.int64)
+    parts = [backend.pair_residues(on_backend, offsets, pairs[a:b], matrix, gaps) for a, b in zip(cuts[:-1], cuts[1:])]
     return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
             np.concatenate([p[2] + a for p, a in zip(parts, cuts[:-1])]))
-
-
-def _aligned_pairs(codes, offsets, pairs, matrix, gaps, backend) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`pair_library` of ``pairs`` in one ``profile_align`` call (``codes`` on the backend).
-    The one-hot tables are gathered where the DP runs (on a GPU: 112 bytes a residue not built on
-    the host and copied over, ~0.9 GB for the 13,000 pairs of a 10^4 family's consistency)."""
-    lengths = np.diff(offsets)
-    seqs = pairs.reshape(-1)
-    col_off = np.concatenate(([0], np.cumsum(lengths[seqs]))).astype(np.int64)
-    tables = backend.gather_profiles([], np.full(len(seqs), -1), offsets[seqs], lengths[seqs], codes)
-    result = backend.profile_align(AlignBatch(
-        tables, col_off, np.ones(len(seqs), dtype=np.int64), matrix, gaps, parents=False,
-    ))
-    del tables
-    maps = backend.to_host(result.maps).astype(np.int64)
-    return _aligned_residues(maps, col_off, np.ascontiguousarray(offsets[seqs], dtype=np.int64))
-
-
-@njit(cache=True, nogil=True)
-def _aligned_residues(maps: np.ndarray, col_off: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The residue pairs each pairwise alignment puts in one column (first sequence's residue,
-    second's, the pair), pairs in order and each pair's by column: row ``2p`` and ``2p + 1`` of
-    the batch are pair ``p``, residue ``i`` of row ``r`` is ``starts[r] + i`` and its column
-    ``maps[col_off[r] + i]``. The first row's residues are written into a slot per column, the
-    second's read theirs back (NumPy over the whole library made ~10 passes over ~10^7 residues
-    a 10^4 family: 0.14 s of the library's 0.47 s on a 16-core H200 host)."""
-    n_pairs = (len(col_off) - 1) // 2
-    most, width = 0, 0
-    for p in range(n_pairs):
-        most += min(col_off[2 * p + 1] - col_off[2 * p], col_off[2 * p + 2] - col_off[2 * p + 1])
-        width = max(width, col_off[2 * p + 2] - col_off[2 * p])
-    slot = np.full(width, -1, dtype=np.int64)
-    first = np.empty(most, dtype=np.int64)
-    second = np.empty(most, dtype=np.int64)
-    pair = np.empty(most, dtype=np.int64)
-    n = 0
-    for p in range(n_pairs):
-        a, b, end = col_off[2 * p], col_off[2 * p + 1], col_off[2 * p + 2]
-        for i in range(a, b):
-            slot[maps[i]] = starts[2 * p] + i - a
-        for j in range(b, end):
-            got = slot[maps[j]]
-            if got >= 0:
-                first[n], second[n], pair[n] = got, starts[2 * p + 1] + j - b, p
-                n += 1
-        for i in range(a, b):
-            slot[maps[i]] = -1
-    return first[:n], second[:n], pair[:n]
 
 
 def _score(codes, offsets, cols_list, widths, matrix, gaps, library) -> np.ndarray:

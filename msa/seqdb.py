@@ -77,7 +77,7 @@ class SeqDB:
 
     def subset(self, index: np.ndarray) -> "SeqDB":
         """The sequences at ``index``, in that order, as a new compact SeqDB."""
-        from msa.seqops import take_ranges  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 5)
+        from msa.seqops import take_ranges  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 6)
 
         index = np.asarray(index, dtype=np.int64)
         starts = self.offsets[index]
@@ -99,7 +99,7 @@ class SeqDB:
         distinct sequence in input order, and for every sequence the index of its
         representative within ``representatives``.
         """
-        from msa.seqops import hash_sequences, same_sequences  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 5)
+        from msa.seqops import hash_sequences, same_sequences  # local: (c) Numba loads on the start thread, not with msa.io (docs/start-up.md, step 6)
 
         n = len(self)
         lengths = self.lengths

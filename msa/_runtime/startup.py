@@ -137,7 +137,7 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
     try:
         try:
             import_pipeline()
-            from msa.backends.cpu import first_compiled_call  # local: (c) Numba, on the start thread (docs/start-up.md, step 5)
+            from msa.backends.cpu import first_compiled_call  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
         except BaseException as exc:
             global import_failure
             import_failure = exc
@@ -147,8 +147,8 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
         _skip_numba_extensions()
         first_compiled_call()
         block.release()  # Numba's own imports are done: a stage may import SciPy from here on
-        from msa.jit import preload  # local: (c) Numba, on the start thread (docs/start-up.md, step 5)
-        from msa.backends.cpu import stage_functions  # local: (c) Numba, on the start thread (docs/start-up.md, step 5)
+        from msa.jit import preload  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
+        from msa.backends.cpu import stage_functions  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
 
         preload(stage_functions(), stop)
     except BaseException:
@@ -163,7 +163,7 @@ def import_pipeline() -> None:
     import numba  # noqa: F401
 
     _typeof_without_numpy_ma()
-    import msa.pipeline  # local: (c) Numba, on the start thread (docs/start-up.md, step 5)
+    import msa.pipeline  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
 
 
 def _skip_numba_extensions() -> None:
@@ -174,7 +174,7 @@ def _skip_numba_extensions() -> None:
     is left as it is, and so is every process where msa's jit hooks are off (MSA_JIT_HOOKS=0)."""
     from numba.core import entrypoints
 
-    from msa.jit import hooks_off  # local: (c) Numba, on the start thread (docs/start-up.md, step 5)
+    from msa.jit import hooks_off  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
 
     if hooks_off() is None and getattr(entrypoints, "_already_initialized", None) is False:
         entrypoints._already_initialized = True
@@ -192,7 +192,7 @@ def _typeof_without_numpy_ma() -> None:
     from numba.core.typing import typeof
     from numba.np import numpy_support
 
-    from msa.jit import hooks_off  # local: (c) Numba, on the start thread (docs/start-up.md, step 5)
+    from msa.jit import hooks_off  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
 
     numbas = typeof.typeof_impl.dispatch(np.ndarray)
     if hooks_off() is not None or getattr(numbas, "__name__", None) != "_typeof_ndarray":

@@ -159,6 +159,13 @@ class Backend(Protocol):
         self, targets: list, target: np.ndarray, start: np.ndarray, values, maps, parent: np.ndarray,
         widths: np.ndarray,
     ) -> None: ...
+    # pair_residues (msa.refine.pair_library: the consistency and refinement libraries): every pair
+    # (a, b) of ``pairs`` (host int64, rows of ``offsets``; ``codes`` in xp) aligned as a merge of
+    # two one-sequence profiles (``gaps``: one gap vector); on the host, the residues of a and of b
+    # that the alignment puts in one column and the pair of each, pairs in order, each in column order.
+    def pair_residues(
+        self, codes, offsets: np.ndarray, pairs: np.ndarray, matrix: np.ndarray, gaps: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     # add_bonuses (msa.consistency.LevelBonuses): a level's guided merges' consistency bonuses,
     # into ``out`` (int64 zeros, xp): merge g's library pairs of residues first[g].. (count[g],
     # host arrays) each add vote[p] * scale[g] at out[base[g] + cur[lib_a[p]] * wb[g] +
@@ -217,7 +224,7 @@ def prepare_backend(device: str, memory_cap: int | None = None) -> tuple[Callabl
     if memory_cap is not None:
         ignored = f"msa: --gpu-memory {memory_cap / GB:g} GB is ignored on the CPU"
         note = ignored if note is None else f"{note}; {ignored[5:]}"
-    from msa.backends.cpu import CpuBackend  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
+    from msa.backends.cpu import CpuBackend  # local: (c) Numba loads on the start thread (docs/start-up.md, step 6)
 
     return CpuBackend, note
 

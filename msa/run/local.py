@@ -133,7 +133,7 @@ def read_input(path: str) -> SeqDB:
 def prepare_read(family: Family, db: SeqDB, params: AlignParams, start: float, note: bool = True) -> ReadFamily:
     """A read family prepared (msa.pipeline.prepare_family: the sequence type, with ``note`` a
     line on it, and the duplicates); ``start`` is when its reading began."""
-    from msa.pipeline import prepare_family  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
+    from msa.pipeline import prepare_family  # local: (c) Numba loads on the start thread (docs/start-up.md, step 6)
 
     prepared = prepare_family(db, params, note=note)
     return ReadFamily(family, prepared, len(db), int(db.offsets[-1]), time.perf_counter() - start)
@@ -160,7 +160,7 @@ def _align_alone(read: ReadFamily, backend: BackendLike, fmt: str, keep: Callabl
     """Align one read family by itself and write it (unless ``keep`` says its output is whole)."""
     start = time.perf_counter()
     try:
-        from msa.pipeline import align_prepared  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
+        from msa.pipeline import align_prepared  # local: (c) Numba loads on the start thread (docs/start-up.md, step 6)
 
         aligned = align_prepared(read.prepared, backend)  # reports its own stages
     except FAMILY_ERRORS as exc:
@@ -181,7 +181,7 @@ def _align_batch(
         return
     start = time.perf_counter()
     try:
-        from msa.pipeline import align_families  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
+        from msa.pipeline import align_families  # local: (c) Numba loads on the start thread (docs/start-up.md, step 6)
 
         with progress.family():
             aligned = align_families([r.prepared for r in reads], backend)

@@ -59,14 +59,14 @@ def _run(
 
 def _read_merge(first: str, second: str, in_format: str, params: AlignParams):
     """``merge``'s inputs read and profiled (msa.merge.Merge); made in a forked child."""
-    from msa.merge import prepare_merge  # local: (d) made in the forked reading child (docs/start-up.md, step 7)
+    from msa.merge import prepare_merge  # local: (d) made in the forked reading child (docs/start-up.md, step 8)
 
     return prepare_merge(read_alignment(first, in_format), read_alignment(second, in_format), params)
 
 
 def _read_addition(existing: str, new: str, in_format: str, params: AlignParams):
     """``add``'s inputs read, the alignment profiled (msa.merge.Addition); made in a forked child."""
-    from msa.merge import prepare_addition  # local: (d) made in the forked reading child (docs/start-up.md, step 7)
+    from msa.merge import prepare_addition  # local: (d) made in the forked reading child (docs/start-up.md, step 8)
 
     return prepare_addition(read_alignment(existing, in_format), read_fasta(new), params)
 

@@ -72,7 +72,7 @@ def align_one(
             backend = functools.partial(backend_start.backend, quiet=params.quiet)  # waited for as late as can be
             widest = int(family.db.lengths.max(initial=0))
             check_space(out, output_size(family.db.names, family.db.descriptions, widest, fmt), at_least=True)
-            from msa.pipeline import align_prepared, tree_prepared  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
+            from msa.pipeline import align_prepared, tree_prepared  # local: (c) Numba loads on the start thread (docs/start-up.md, step 6)
 
             guide = None
             if newick_out is not None:
@@ -113,7 +113,7 @@ def tree_one(input: str, out_path: str | None, params: AlignParams, memory_cap: 
         db = read_input(input)
         with output(out_path) as out:
             backend = backend_start.backend(quiet=params.quiet)
-            from msa.pipeline import tree_db  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
+            from msa.pipeline import tree_db  # local: (c) Numba loads on the start thread (docs/start-up.md, step 6)
 
             with current().stage("guide tree"):
                 guide, names = tree_db(db, params, backend)
@@ -123,7 +123,7 @@ def tree_one(input: str, out_path: str | None, params: AlignParams, memory_cap: 
 
 def newick_bytes(guide: object, names: list[str]) -> bytes:
     """A guide tree's Newick text, ending in a newline, as bytes."""
-    from msa.tree import write_newick  # local: (c) Numba loads on the start thread (docs/start-up.md, step 5)
+    from msa.tree import write_newick  # local: (c) Numba loads on the start thread (docs/start-up.md, step 6)
 
     text = write_newick(guide, names)
     return (text if text.endswith("\n") else text + "\n").encode("utf-8", "surrogateescape")

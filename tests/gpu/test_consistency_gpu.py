@@ -81,3 +81,26 @@ def test_the_merge_kernels_add_the_bonuses_the_cpu_adds(cuda_backend, seed):
     np.testing.assert_array_equal(cupy.asnumpy(gpu.counts), cpu.counts)
     plain = CpuBackend().profile_align(AlignBatch(batch.counts, off, batch.n_seqs, MATRIX, batch.gaps))
     assert len(plain.maps) == len(cpu.maps) and (plain.maps != cpu.maps).any()
+
+
+@pytest.mark.parametrize("alphabet", [4, 20])
+def test_pair_residues_are_the_cpus(cuda_backend, alphabet):
+    """The libraries' pairwise alignments: the GPU's batch of one-sequence merges read off its
+    maps against the CPU's kernel on the codes, fresh random pairs (one-residue sequences, a
+    sequence with itself, either order)."""
+    import cupy
+
+    from msa.testing import MATRIX, gaps, related
+
+    rng = np.random.default_rng()
+    seqs = related(rng, 40, int(rng.integers(5, 300)), alphabet)
+    seqs += [rng.integers(0, alphabet, int(rng.integers(1, 400))).astype(np.uint8) for _ in range(6)]
+    seqs += [np.array([rng.integers(0, alphabet)], dtype=np.uint8)]
+    codes = np.concatenate(seqs)
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in seqs]))).astype(np.int64)
+    pairs = rng.integers(0, len(seqs), (500, 2))
+    pairs[:2] = [[0, 0], [len(seqs) - 1, 3]]
+    got = cuda_backend.pair_residues(cupy.asarray(codes), offsets, pairs, MATRIX, gaps(2))
+    want = CpuBackend().pair_residues(codes, offsets, pairs, MATRIX, gaps(2))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -311,6 +311,30 @@ def test_idle_threads_sleep_from_the_first_parallel_kernel() -> None:
     assert done.stdout.split() == ["PASSIVE"]
 
 
+@pytest.mark.parametrize("user", [None, "3"])
+def test_numpys_blas_loads_with_one_thread_unless_the_user_says(tmp_path: Path, user: str | None) -> None:
+    """msa calls no BLAS, and OpenBLAS's thread per core cost a 16-core host ~1.6 s of CPU a run:
+    the command sets one thread before NumPy loads, where the user set no number."""
+    example = REPO / "datasets" / "examples" / "example.fa"
+    code = (
+        "import os, sys\n"
+        f"sys.argv = ['msa', 'align', {str(example)!r}, '-o', {str(tmp_path / 'out.fa')!r}, '--quiet']\n"
+        "from msa.__main__ import main\n"
+        "assert 'numpy' not in sys.modules\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user is not None:
+        env["OPENBLAS_NUM_THREADS"] = user
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [user or "1"]
+    assert (tmp_path / "out.fa").stat().st_size > 0
+
+
 def _modules_after(argv: list[str]) -> tuple[str, list[str]]:
     """What ``msa ARGV`` prints, and which heavy modules it imported, in a fresh interpreter."""
     code = (

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from msa.backends.cpu import align as align_module
-from msa.backends.cpu import forest, kmers, lcs, records, segments, sw
+from msa.backends.cpu import forest, kmers, lcs, library, records, segments, sw
 from msa.backends.cpu.align import align_batch
 from msa.consistency import TopLibrary
 from msa.distances.kmers import MAX_KMER_DIST, KmerAlphabet, KmerTables
@@ -46,13 +46,14 @@ def first_compiled_call() -> None:
 
 def stage_functions() -> list:
     """The compiled functions a small run calls after its guide tree's distances, in about the
-    order it calls them: the tree's linkage, the sequences' weights, the progressive stage (one call:
+    order it calls them: the tree's linkage, the sequences' weights, the consistency library's
+    pairwise alignments, the progressive stage (one call:
     msa.backends.cpu.forest), the records. msa._runtime.startup loads them on its background thread
     while the main thread de-duplicates the input and computes the distances, which load their own
     functions."""
     return [
         linkage.batch_linkage, linkage.graft, linkage._postorder, linkage._renumber, guide_tree.node_levels,
-        tree_weights._clustalw, forest.align_forest, records.fill_records,
+        tree_weights._clustalw, library.pair_alignments, forest.align_forest, records.fill_records,
     ]
 
 
@@ -138,6 +139,8 @@ class CpuBackend:
     #: Data movement between levels (msa.backends.cpu.segments); see Backend.
     gather_profiles = staticmethod(segments.gather_profiles)
     place_segments = staticmethod(segments.place_segments)
+    #: The libraries' pairwise alignments, straight from the codes (msa.backends.cpu.library); see Backend.
+    pair_residues = staticmethod(library.pair_residues)
 
     @staticmethod
     def align_forest(

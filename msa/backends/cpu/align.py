@@ -285,6 +285,12 @@ def _residues(c: np.ndarray) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def dp_seqseq(c1: np.ndarray, c2: np.ndarray, m: np.ndarray, g: np.ndarray, path: np.ndarray) -> tuple[int, int]:
+    """:func:`dp_codes` of two one-sequence profile tables."""
+    return dp_codes(_residues(c1), _residues(c2), m, g, path)
+
+
+@njit(cache=True, nogil=True)
+def dp_codes(a: np.ndarray, b: np.ndarray, m: np.ndarray, g: np.ndarray, path: np.ndarray) -> tuple[int, int]:
     """:func:`dp_path` of two sequences of weight 1 without bonuses (``seqseq``: every count 1,
     no gap counts), its recurrence with the counts taken out: the same scores, directions and
     path. The consistency library is all such merges (~10^8 cells a family of 10^3), where
@@ -295,9 +301,8 @@ def dp_seqseq(c1: np.ndarray, c2: np.ndarray, m: np.ndarray, g: np.ndarray, path
     column (one sequence: no gap counts), so with ``u[j] = H[j] - j * ext`` it is a running
     maximum, ``u[j] = max(u[j - 1], D[j - 1] + open - j * ext)``, whose candidates the first
     sweep makes: the serial part is one max and one compare a cell."""
-    w1, w2 = c1.shape[0], c2.shape[0]
+    w1, w2 = a.shape[0], b.shape[0]
     go, ge, tgo, tge = g[0], g[1], g[2], g[3]
-    a, b = _residues(c1), _residues(c2)
     s2 = np.empty((_NRES, w2 + 1), dtype=np.int64)  # s2[x, j]: residue x against column j of P2
     for j in range(1, w2 + 1):
         for x in range(_NRES):

@@ -5,9 +5,9 @@ needs CuPy; :func:`msa.backends.get_backend` imports it only where a GPU is
 usable). Every operation returns exactly what
 :class:`~msa.backends.cpu.CpuBackend` returns (the CPU is the oracle,
 tests/gpu checks it). One module per stage, each beside its CPU oracle of the
-same name: ``kmers``, ``lcs``, ``sw``, ``align``, ``segments`` (profile rows between
-progressive levels), ``records`` (FASTA records); ``memory``, CUDA's alone, cuts work into pieces
-that fit the free device memory. :class:`CudaBackend` mixes the stages together.
+same name: ``kmers``, ``lcs``, ``sw``, ``align``, ``library`` (the libraries' pairwise
+alignments), ``segments`` (profile rows between progressive levels), ``records`` (FASTA
+records); ``memory``, CUDA's alone, cuts work into pieces that fit the free device memory. :class:`CudaBackend` mixes the stages together.
 
 The stage modules import the host-side Numba functions they call (the CPU's tables and
 layouts) inside the functions that call them, so that importing this package and making the
@@ -22,6 +22,7 @@ import numpy as np
 from msa.backends.cuda.align import AlignStage
 from msa.backends.cuda.kmers import DeviceKmerTables, KmerStage
 from msa.backends.cuda.lcs import LcsStage
+from msa.backends.cuda.library import LibraryStage
 from msa.backends.cuda.records import RecordsStage
 from msa.backends.cuda.segments import SegmentsStage
 from msa.backends.cuda.sw import SwStage
@@ -29,7 +30,7 @@ from msa.backends.cuda.sw import SwStage
 __all__ = ["CudaBackend", "DeviceKmerTables"]
 
 
-class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, SegmentsStage, RecordsStage):
+class CudaBackend(KmerStage, LcsStage, SwStage, AlignStage, LibraryStage, SegmentsStage, RecordsStage):
     """Runs the guide-tree stage and the progressive merges on one GPU."""
 
     name = "cuda"

@@ -93,7 +93,7 @@ class KmerStage(DeviceStage):
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
         if n == 0:
-            from msa.backends.cpu.kmers import build_kmer_tables  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+            from msa.backends.cpu.kmers import build_kmer_tables  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
             return DeviceKmerTables.upload(build_kmer_tables(codes, offsets, alphabet))
         windows = np.zeros(n, dtype=np.int64)
@@ -272,7 +272,7 @@ class KmerStage(DeviceStage):
 
     def _matrix_piece(self, t, ids: np.ndarray, group_off: np.ndarray, cap: float) -> np.ndarray:
         """One launch for the condensed matrices of these groups (host result)."""
-        from msa.distances.condensed import condensed_rows  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+        from msa.distances.condensed import condensed_rows  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
         row_group, row_index, out_off = condensed_rows(group_off)
         n_rows = len(row_group)

@@ -35,7 +35,7 @@ class LcsStage(DeviceStage):
         member_ids: np.ndarray, member_node: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """On the CPU (msa.backends.cpu.lcs): PartTree's picks split with link matrices."""
-        from msa.backends.cpu import CpuBackend  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+        from msa.backends.cpu import CpuBackend  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
         return CpuBackend().lcs_nearest_reference(codes, offsets, ref_ids, ref_off, member_ids, member_node)
 
@@ -48,7 +48,7 @@ class LcsStage(DeviceStage):
         ids = np.asarray(ids, dtype=np.int64)
         if prim_fits(offsets, ids):
             return prim_msts(codes, offsets, ids, group_off, self.device, self.n_sm)
-        from msa.backends.cpu import CpuBackend  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+        from msa.backends.cpu import CpuBackend  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
         return CpuBackend().lcs_prim_msts(codes, offsets, ids, group_off)
 
@@ -218,7 +218,7 @@ def _lcs_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]
     (``LCS_WORDS[k]`` words, the last class: longer rows, of at most
     ``long_words`` words) are ``class_off[k] .. class_off[k + 1]``.
     """
-    from msa.distances.condensed import condensed_rows  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+    from msa.distances.condensed import condensed_rows  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
     sizes = np.diff(group_off)
     row_group, row_index, out_off = condensed_rows(group_off)
@@ -272,7 +272,7 @@ PRIM_REGISTER_WORDS = 8
 
 def _pow075(n: int) -> cp.ndarray:
     """The CPU's table of ``k ** 0.75`` (msa.backends.cpu.lcs.pow075_table), on the device."""
-    from msa.backends.cpu.lcs import pow075_table  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+    from msa.backends.cpu.lcs import pow075_table  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
     return cp.asarray(pow075_table(n))
 

@@ -35,7 +35,7 @@ def sequences_on_device(
     codes: np.ndarray, offsets: np.ndarray, seqs: np.ndarray
 ) -> tuple[np.ndarray, cp.ndarray, cp.ndarray]:
     """Lengths of sequences ``seqs``, and their codes packed end to end and offsets, uploaded."""
-    from msa.seqops import take_ranges  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+    from msa.seqops import take_ranges  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
     lens = offsets[seqs + 1] - offsets[seqs]
     seq_off = np.zeros(len(seqs) + 1, dtype=np.int64)
@@ -45,7 +45,7 @@ def sequences_on_device(
 
 def condensed_layout(group_off: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Group sizes, pairs per group, the condensed output array and each group's offset in it."""
-    from msa.distances.condensed import condensed_offsets  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+    from msa.distances.condensed import condensed_offsets  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
     out_off = condensed_offsets(group_off)
     return np.diff(group_off), np.diff(out_off), np.empty(out_off[-1], dtype=np.float64), out_off

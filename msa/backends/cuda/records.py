@@ -51,6 +51,6 @@ class RecordsStage(DeviceStage):
                 window[first:].get(out=out[first:])
         except cp.cuda.memory.OutOfMemoryError:
             cp.get_default_memory_pool().free_all_blocks()
-            from msa.backends.cpu.records import fill_records  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+            from msa.backends.cpu.records import fill_records  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
             fill_records(out, rec_off, heads, head_off, template, width, ids, offsets, columns, letters)

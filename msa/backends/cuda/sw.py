@@ -77,7 +77,7 @@ class SwStage(DeviceStage):
 def _sw_tiles(group_off: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
     """Tiles of the condensed SW matrices (row ``r`` against later members ``tile_j0 .. + SW_THREADS``),
     longest row sequence first, so that the grid's last tiles are the cheapest."""
-    from msa.distances.condensed import condensed_rows  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 7)
+    from msa.distances.condensed import condensed_rows  # local: (b) Numba: the GPU path imports it only here (docs/start-up.md, step 8)
 
     sizes = np.diff(group_off)
     row_group, row_index, out_off = condensed_rows(group_off)
