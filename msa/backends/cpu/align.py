@@ -21,9 +21,10 @@ NEG_INF = -(1 << 62)
 #: Candidate value of a transition FAMSA does not allow there; below any
 #: reachable score (NEG_INF plus penalties), so it never wins a comparison.
 EXCLUDED = -(1 << 63)
-_D, _H, _V = 0, 1, 2
-_ROW0 = _H | (_H << 2) | (_H << 4)  # border row: every state came from H
-_COL0 = _V | (_V << 2) | (_V << 4)  # border column: every state came from V
+#: A path step (and a direction): a column of both, a gap column put into P1 (H), into P2 (V).
+D_STEP, H_STEP, V_STEP = 0, 1, 2
+_ROW0 = H_STEP | (H_STEP << 2) | (H_STEP << 4)  # border row: every state came from H
+_COL0 = V_STEP | (V_STEP << 2) | (V_STEP << 4)  # border column: every state came from V
 _NRES = GO
 #: The ``bonus`` of merges that have none.
 NO_BONUS = np.zeros(0, dtype=np.int64)
@@ -248,22 +249,22 @@ def _traceback(
     """The path from the last cell's best state (FAMSA's order on ties: D, then H, then V)
     back to the origin by the directions, last step first: (path length, best score)."""
     if last_d >= last_h and last_d >= last_v:
-        state, best = _D, last_d
+        state, best = D_STEP, last_d
     elif last_h > last_v:
-        state, best = _H, last_h
+        state, best = H_STEP, last_h
     else:
-        state, best = _V, last_v
+        state, best = V_STEP, last_v
     stride = w2 + 1
     i, j, k = w1, w2, 0
     while i > 0 or j > 0:
         cell = dirs[i * stride + j]
         path[k] = state
         k += 1
-        if state == _D:
+        if state == D_STEP:
             state = cell & 3
             i -= 1
             j -= 1
-        elif state == _H:
+        elif state == H_STEP:
             state = (cell >> 2) & 3
             j -= 1
         else:
@@ -368,13 +369,13 @@ def build_parent(
     w1, w2 = c1.shape[0], c2.shape[0]
     i = 0
     j = 0
-    prev = _D
+    prev = D_STEP
     shift1 = tshift1 = shift2 = tshift2 = 0
     l1o = l1e = l1to = l1te = 0  # gap types of the previous inserted column, per side
     l2o = l2e = l2to = l2te = 0
     for p in range(length):
         state = path[length - 1 - p]
-        if state == _D:
+        if state == D_STEP:
             _add_column(out, p, c1, i, shift1, tshift1)
             _add_column(out, p, c2, j, shift2, tshift2)
             shift1 = tshift1 = shift2 = tshift2 = 0
@@ -382,8 +383,8 @@ def build_parent(
             map2[j] = p
             i += 1
             j += 1
-        elif state == _H:
-            if prev == _H:
+        elif state == H_STEP:
+            if prev == H_STEP:
                 if i == 0 or i == w1:
                     o, e, to, te = 0, 0, 0, n1
                 else:
@@ -408,7 +409,7 @@ def build_parent(
             map2[j] = p
             j += 1
         else:
-            if prev == _V:
+            if prev == V_STEP:
                 if j == 0 or j == w2:
                     o, e, to, te = 0, 0, 0, n2
                 else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from msa.backends.cpu.align import _D, _H, dp_codes
+from msa.backends.cpu.align import D_STEP, H_STEP, dp_codes
 from msa.jit import njit
 
 
@@ -51,13 +51,13 @@ def pair_alignments(
         i, j, k = a0, b0, room[p]
         for s in range(length - 1, -1, -1):  # the path is stored last step first
             state = path[s]
-            if state == _D:
+            if state == D_STEP:
                 first[k] = i
                 second[k] = j
                 k += 1
                 i += 1
                 j += 1
-            elif state == _H:
+            elif state == H_STEP:
                 j += 1
             else:
                 i += 1
