@@ -52,14 +52,27 @@ def single(run_msa, tmp_path_factory) -> tuple[dict[str, bytes], list[str]]:
     return outputs, error_lines(result.stderr)
 
 
+#: Seconds to wait for a nanny to bring back a worker a test killed: a new worker process imports
+#: NumPy, Numba and msa again, which takes well over a minute on a loaded 2-core machine.
+RESTART_S = 600
+
+
 @pytest.fixture(scope="module")
-def client():
+def cluster_client():
     """A client of one LocalCluster for the module: 2 worker processes, one thread each."""
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
     ) as cluster, distributed.Client(cluster) as client:
         yield client
+
+
+@pytest.fixture
+def client(cluster_client):
+    """The module's client once both workers run, so a test never starts while a worker an
+    earlier test killed is still being restarted."""
+    cluster_client.wait_for_workers(2, timeout=RESTART_S)
+    return cluster_client
 
 
 def assert_outputs(out: Path, single: dict[str, bytes]) -> None:
@@ -185,7 +198,6 @@ def test_a_killed_worker_loses_nothing(run_msa, single, client, tmp_path: Path) 
     part = Path(marker.read_text().splitlines()[0])  # a worker did die while writing this one
     assert part.parent == tmp_path / "out" and part.name.endswith(".part") and not part.exists()
     assert_outputs(tmp_path / "out", outputs)
-    client.wait_for_workers(2, timeout=60)  # the nanny restarted it
 
 
 def test_groups_cover_each_family_once_largest_first_in_any_input_order() -> None:
@@ -323,7 +335,6 @@ def test_a_group_run_again_keeps_the_outputs_already_whole(single, client, tmp_p
     name, inode = whole[0].split()
     assert (tmp_path / "out" / name).stat().st_ino == int(inode)  # not written again
     assert_outputs(tmp_path / "out", outputs)
-    client.wait_for_workers(2, timeout=60)
 
 
 @pytest.mark.parametrize(
@@ -437,7 +448,6 @@ def test_a_split_family_is_the_one_process_output(big, client, tmp_path: Path, m
     assert {"split plan", "split piece", "split top", "split write"} <= kinds, kinds
     if where:
         assert marker.exists()
-        client.wait_for_workers(2, timeout=60)
     else:
         assert len({t["worker"] for t in tasks if t["kind"] == "split piece"}) == 2  # both aligned pieces
 
