@@ -4,7 +4,8 @@ An image built by a tool that does not compile bytecode at install (``uv pip ins
 without ``--compile-bytecode``), run with ``PYTHONDONTWRITEBYTECODE=1`` (the usual
 Dockerfile line) or from a package tree it cannot write, compiles NumPy, Numba and Typer
 from their sources in every process: on the device host that was ~0.25 s for NumPy and
-~0.6 s for Numba of each run, more than FAMSA's whole run on most 10^3 families. There the
+~0.6 s for Numba of each run, more than FAMSA's whole run on most 10^3 families; msa's own
+~60 modules took ~90 ms of each run on the 2-core dev machine. There the
 CLI points ``sys.pycache_prefix`` at a folder of msa's user cache, so that the first run
 writes the compiled modules there (never into the package tree) and every later run reads
 them; msa's child processes (Dask's workers) inherit it through the environment. A prefix the
@@ -16,9 +17,9 @@ import importlib.util
 import os
 import sys
 
-#: Packages every alignment imports: if any of them has no cached bytecode beside its
-#: source, the interpreter is compiling them in every process.
-PROBES = ("numpy", "numba", "typer")
+#: Packages every alignment imports, msa among them: if any of them has no cached bytecode
+#: beside its source, the interpreter is compiling them in every process.
+PROBES = ("msa", "numpy", "numba", "typer")
 
 
 def cache_home() -> str:

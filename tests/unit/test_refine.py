@@ -8,11 +8,11 @@ import pytest
 from msa.alignment import check_alignment
 from msa.alphabet import N_CODES, load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.backends.cpu.library import aligned_residues
+from msa.backends.cpu.library import batch_residues
 from msa.io.fasta import read_aligned_fasta
 from msa.params import REFINE_AUTO_MAX, REFINE_AUTO_ROUNDS, AlignParams, gap_costs
 from msa.pipeline import align_db, prepare_family
-from msa.profile import AlignBatch, block_counts, gap_vector
+from msa.profile import block_counts, gap_vector
 from msa.progressive import progressive_align
 from msa.refine import (
     Method, consistency, neighbour_pairs, pair_library, partner_pairs, refine, sp_objective, tree_splits,
@@ -173,19 +173,6 @@ def test_library_is_the_pairwise_alignments():
         assert got == want and want
 
 
-def _level_batch_residues(codes, offsets, pairs, matrix, gaps):
-    """The library read off a level batch of one-sequence merges (profile_align's maps), the
-    path the GPU takes: the oracle of the CPU's own pairwise kernel."""
-    backend = CpuBackend()
-    lengths = np.diff(offsets)
-    seqs = pairs.reshape(-1)
-    col_off = np.concatenate(([0], np.cumsum(lengths[seqs]))).astype(np.int64)
-    tables = backend.gather_profiles([], np.full(len(seqs), -1), offsets[seqs], lengths[seqs], codes)
-    result = backend.profile_align(AlignBatch(tables, col_off, np.ones(len(seqs), dtype=np.int64), matrix, gaps,
-                                              parents=False))
-    return aligned_residues(result.maps.astype(np.int64), col_off, offsets[seqs])
-
-
 @pytest.mark.parametrize("alphabet", [4, 20, N_CODES])
 def test_pair_residues_is_the_level_batch_read_off(alphabet):
     """The CPU aligns a library's pairs straight from the codes (msa.backends.cpu.library): the
@@ -201,7 +188,7 @@ def test_pair_residues_is_the_level_batch_read_off(alphabet):
     pairs[:3] = [[0, 0], [len(seqs) - 1, len(seqs) - 2], [len(seqs) - 2, 1]]
     gaps = gap_vector(PAIR_GAPS) if rng.random() < 0.5 else np.sort(rng.integers(-3000, -1, 4))
     got = CpuBackend().pair_residues(codes, offsets, pairs, MATRIX, gaps)
-    want = _level_batch_residues(codes, offsets, pairs, MATRIX, gaps)
+    want = batch_residues(CpuBackend(), codes, offsets, pairs, MATRIX, gaps)  # the GPU's way
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert len(got[0]) > 0

@@ -5,15 +5,18 @@ Each pair of sequences is aligned as the progressive stage merges two one-sequen
 the residue pairs its alignment puts in one column. The CPU aligns straight from the codes:
 as a level batch (one-hot tables, column maps and parent profiles around the DP) the
 consistency library of balifam1000 took 1.34x as long on 2 cores (docs/progressive.md).
-:func:`aligned_residues` reads a level batch's maps instead, for a backend that aligns the
-pairs as a batch of merges (the GPU)."""
+:func:`batch_residues` aligns the pairs as a batch of merges on any backend and reads its
+maps instead: the GPU's way, and on the CPU the oracle of :func:`pair_residues`."""
 from __future__ import annotations
+
+from typing import Any
 
 import numba
 import numpy as np
 
 from msa.backends.cpu.align import D_STEP, H_STEP, dp_codes
 from msa.jit import njit
+from msa.profile import AlignBatch
 
 
 def pair_residues(
@@ -76,6 +79,24 @@ def pair_alignments(
             out_p[at] = p
             at += 1
     return out_a, out_b, out_p
+
+
+def batch_residues(
+    backend: Any, codes: Any, offsets: np.ndarray, pairs: np.ndarray, matrix: np.ndarray, gaps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pair_residues` by ``backend``'s merge kernels: the pairs as one batch of merges
+    of one-sequence profiles (``codes`` on the backend), gathered there from the codes and
+    read off the maps on the host (:func:`aligned_residues`)."""
+    lengths = np.diff(offsets)
+    seqs = pairs.reshape(-1)
+    col_off = np.concatenate(([0], np.cumsum(lengths[seqs]))).astype(np.int64)
+    tables = backend.gather_profiles([], np.full(len(seqs), -1), offsets[seqs], lengths[seqs], codes)
+    result = backend.profile_align(AlignBatch(
+        tables, col_off, np.ones(len(seqs), dtype=np.int64), matrix, gaps, parents=False,
+    ))
+    del tables  # the device's one-hot tables go before the maps come over
+    maps = backend.to_host(result.maps).astype(np.int64)
+    return aligned_residues(maps, col_off, np.ascontiguousarray(offsets[seqs], dtype=np.int64))
 
 
 @njit(cache=True, nogil=True)
