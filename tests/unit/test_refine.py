@@ -2,6 +2,7 @@
 steps kept, determinism for a seed, and the alignment invariants with refinement on."""
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
@@ -173,11 +174,13 @@ def test_library_is_the_pairwise_alignments():
         assert got == want and want
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("alphabet", [4, 20, N_CODES])
-def test_pair_residues_is_the_level_batch_read_off(alphabet):
-    """The CPU aligns a library's pairs straight from the codes (msa.backends.cpu.library): the
-    residue pairs of a batch of one-sequence merges read off its maps, on fresh random pairs
-    (related and unrelated, either order, one-residue sequences, a sequence with itself)."""
+def test_pair_residues_is_the_level_batch_read_off(alphabet, threads):
+    """The CPU aligns a library's pairs straight from the codes (msa.backends.cpu.library), in
+    pieces on one thread or several: the residue pairs of a batch of one-sequence merges read
+    off its maps, on fresh random pairs (related and unrelated, either order, one-residue
+    sequences, a sequence with itself)."""
     rng = np.random.default_rng()
     seqs = related(rng, 24, int(rng.integers(5, 120)), alphabet)
     seqs += [rng.integers(0, alphabet, int(rng.integers(1, 200))).astype(np.uint8) for _ in range(6)]
@@ -187,7 +190,12 @@ def test_pair_residues_is_the_level_batch_read_off(alphabet):
     pairs = rng.integers(0, len(seqs), (300, 2))
     pairs[:3] = [[0, 0], [len(seqs) - 1, len(seqs) - 2], [len(seqs) - 2, 1]]
     gaps = gap_vector(PAIR_GAPS) if rng.random() < 0.5 else np.sort(rng.integers(-3000, -1, 4))
-    got = CpuBackend().pair_residues(codes, offsets, pairs, MATRIX, gaps)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        got = CpuBackend().pair_residues(codes, offsets, pairs, MATRIX, gaps)
+    finally:
+        numba.set_num_threads(before)
     want = batch_residues(CpuBackend(), codes, offsets, pairs, MATRIX, gaps)  # the GPU's way
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)

@@ -53,7 +53,7 @@ def stage_functions() -> list:
     functions."""
     return [
         linkage.batch_linkage, linkage.graft, linkage._postorder, linkage._renumber, guide_tree.node_levels,
-        tree_weights._clustalw, library.pair_alignments, forest.align_forest, records.fill_records,
+        tree_weights._clustalw, library.align_pairs, library.closed_up, forest.align_forest, records.fill_records,
     ]
 
 

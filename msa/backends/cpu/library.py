@@ -9,6 +9,7 @@ consistency library of balifam1000 took 1.34x as long on 2 cores (docs/progressi
 maps instead: the GPU's way, and on the CPU the oracle of :func:`pair_residues`."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
@@ -19,34 +20,65 @@ from msa.jit import njit
 from msa.profile import AlignBatch
 
 
+#: Pieces of a library per thread: pairs differ in length, so the cells are cut finer than one
+#: piece a thread for the threads to finish together.
+PIECES_PER_THREAD = 8
+
+
 def pair_residues(
     codes: np.ndarray, offsets: np.ndarray, pairs: np.ndarray, matrix: np.ndarray, gaps: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For every pair ``(a, b)`` of ``pairs``, the residues (indices into ``codes``) of ``a`` and
     of ``b`` that their pairwise alignment puts in one column, and the pair (its row); pairs
-    in order, each one's in column order. ``gaps``: one gap vector (msa.profile.gap_vector)."""
+    in order, each one's in column order. ``gaps``: one gap vector (msa.profile.gap_vector).
+
+    The pairs are cut into pieces of about equal cells, aligned by :func:`align_pairs` on this
+    thread's Numba thread count of Python threads (it holds no GIL). Not a ``prange``: a
+    ``parallel=True`` function's loop body loaded from Numba's cache runs the DP's code as
+    optimized twice (once alone, again linked into the loop's module), which took 1.7x as long
+    as the code compiled once (balifam1000's largest library, 2-core dev machine; docs/progressive.md)."""
     pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    matrix = np.ascontiguousarray(matrix, dtype=np.int64)
+    gaps = np.ascontiguousarray(gaps, dtype=np.int64)
     lengths = np.diff(offsets)
-    room = np.zeros(len(pairs) + 1, dtype=np.int64)  # each pair's aligned residues: at most its shorter length
-    np.cumsum(np.minimum(lengths[pairs[:, 0]], lengths[pairs[:, 1]]), out=room[1:])
-    return pair_alignments(np.ascontiguousarray(codes, dtype=np.uint8), offsets, pairs,
-                          np.ascontiguousarray(matrix, dtype=np.int64), np.ascontiguousarray(gaps, dtype=np.int64),
-                          room)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def pair_alignments(
-    codes: np.ndarray, offsets: np.ndarray, pairs: np.ndarray, m: np.ndarray, g: np.ndarray, room: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`pair_residues`, a pair per thread: its path walked forward (D: a residue of each;
-    H: one of the second sequence alone; V: one of the first alone) into its room, then the
-    rooms closed up."""
     n = len(pairs)
+    room = np.zeros(n + 1, dtype=np.int64)  # each pair's aligned residues: at most its shorter length
+    np.cumsum(np.minimum(lengths[pairs[:, 0]], lengths[pairs[:, 1]]), out=room[1:])
     first = np.empty(room[n], dtype=np.int64)
     second = np.empty(room[n], dtype=np.int64)
     count = np.zeros(n, dtype=np.int64)
-    for p in numba.prange(n):
+    cells = np.cumsum(lengths[pairs[:, 0]] * lengths[pairs[:, 1]])
+    threads = min(numba.get_num_threads(), max(n, 1))
+    cuts = np.unique(np.concatenate(([0, n], np.searchsorted(
+        cells, np.linspace(0, cells[-1] if n else 0, threads * PIECES_PER_THREAD + 1)[1:-1]))))
+
+    def piece(k: int) -> None:
+        align_pairs(codes, offsets, pairs, matrix, gaps, room, cuts[k], cuts[k + 1], first, second, count)
+
+    if threads <= 1:
+        for k in range(len(cuts) - 1):
+            piece(k)
+    else:
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="msa-library")
+        try:
+            for _ in pool.map(piece, range(len(cuts) - 1)):
+                pass
+        finally:  # on an interrupt the pieces not begun are dropped, those begun end (~10 ms)
+            pool.shutdown(wait=True, cancel_futures=True)
+    return closed_up(first, second, count, room)
+
+
+@njit(cache=True, nogil=True)
+def align_pairs(
+    codes: np.ndarray, offsets: np.ndarray, pairs: np.ndarray, m: np.ndarray, g: np.ndarray, room: np.ndarray,
+    lo: int, hi: int, first: np.ndarray, second: np.ndarray, count: np.ndarray,
+) -> None:
+    """Pairs ``lo`` to ``hi`` of :func:`pair_residues`: each one's path walked forward (D: a
+    residue of each; H: one of the second sequence alone; V: one of the first alone) into its
+    room of ``first`` and ``second``, its aligned residues counted in ``count``."""
+    for p in range(lo, hi):
         a0, a1 = offsets[pairs[p, 0]], offsets[pairs[p, 0] + 1]
         b0, b1 = offsets[pairs[p, 1]], offsets[pairs[p, 1] + 1]
         path = np.empty(a1 - a0 + b1 - b0, dtype=np.uint8)
@@ -65,6 +97,14 @@ def pair_alignments(
             else:
                 i += 1
         count[p] = k - room[p]
+
+
+@njit(cache=True, nogil=True)
+def closed_up(
+    first: np.ndarray, second: np.ndarray, count: np.ndarray, room: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs' rooms closed up, with each residue pair's pair."""
+    n = len(count)
     total = 0
     for p in range(n):
         total += count[p]
