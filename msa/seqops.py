@@ -4,7 +4,8 @@ At 10^6 sequences x 300 residues the NumPy forms of these built index arrays of
 8 bytes a residue (2.4 GB) and made several passes over them: de-duplication
 took 6.2 s and each gather of a subset 1.2-1.3 s on the H100 machine's host.
 Here each is one pass, over all threads. :mod:`msa.seqdb` imports this module
-only when it needs it, so reading an input does not wait for Numba.
+only when it needs it, so reading an input does not wait for Numba. :func:`cost_bounds` cuts
+such work into runs of about equal cost.
 """
 from __future__ import annotations
 
@@ -67,3 +68,11 @@ def same_sequences(residues: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: 
                 break
         out[i] = same
     return out
+
+
+def cost_bounds(cum: np.ndarray, limit: int) -> np.ndarray:
+    """Bounds of runs of items whose costs (``cum``: their running total) add up to about
+    ``limit``; an item that costs more is a run of its own."""
+    cuts = np.searchsorted(cum, np.arange(limit, cum[-1], limit), side="right") if len(cum) else []
+    bounds = np.concatenate(([0], cuts, [len(cum)])).astype(np.int64)  # rising: repeats dropped below
+    return bounds[np.diff(bounds, prepend=-1) > 0]  # (np.unique would import numpy.ma: 7 ms)

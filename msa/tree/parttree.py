@@ -47,6 +47,7 @@ from msa.alphabet import load_matrix
 from msa.jit import njit
 from msa.params import MST_TREE_MAX, AlignParams, Linkage, gap_costs
 from msa.seqdb import SeqDB
+from msa.seqops import cost_bounds
 from msa.tree.guide_tree import GuideTree
 from msa.tree.sample_split import cut_sample_trees, sample_positions, splitmix64
 from msa.tree.linkage import (
@@ -157,7 +158,7 @@ class _ExactQueue:
             members, off, roots = _joined(self.prim)
             self.prim = []
             sizes = np.diff(off)
-            for ids, sub, sub_roots in _sub_batches(members, off, roots, _batches(np.cumsum(sizes * sizes), self.backend.lcs_pairs_per_call)):
+            for ids, sub, sub_roots in _sub_batches(members, off, roots, cost_bounds(np.cumsum(sizes * sizes), self.backend.lcs_pairs_per_call)):
                 check()
                 merges, heights = prim_single_linkages(self.db.codes, self.db.offsets, ids, sub, self.backend)
                 self._graft(merges, heights, ids, sub, sub_roots)
@@ -319,22 +320,14 @@ def _pair_batches(group_off: np.ndarray, limit: int = EXACT_BATCH_PAIRS) -> tupl
     """Group bounds of batches of about ``limit`` condensed pairs (cut at groups), and
     each group's offset in the condensed matrices (its pairs so far)."""
     pair_off = condensed_offsets(np.ascontiguousarray(group_off, dtype=np.int64))
-    return _batches(pair_off[1:], limit), pair_off
-
-
-def _batches(cum: np.ndarray, limit: int) -> np.ndarray:
-    """Bounds of runs of items whose costs (``cum``: their running total) add up to about
-    ``limit``; an item that costs more is a run of its own."""
-    cuts = np.searchsorted(cum, np.arange(limit, cum[-1], limit), side="right") if len(cum) else []
-    bounds = np.concatenate(([0], cuts, [len(cum)])).astype(np.int64)  # rising: repeats dropped below
-    return bounds[np.diff(bounds, prepend=-1) > 0]  # (np.unique would import numpy.ma: 7 ms)
+    return cost_bounds(pair_off[1:], limit), pair_off
 
 
 def _nearest_sample(db, sample, sample_off, members, member_node, backend) -> np.ndarray:
     """Each member's nearest sample member of its node (Backend.lcs_nearest_sample), for about
     ``backend.lcs_pairs_per_call`` pairs at a time, a checkpoint between."""
     per_member = np.diff(sample_off)[member_node]
-    bounds = _batches(np.cumsum(per_member), backend.lcs_pairs_per_call)
+    bounds = cost_bounds(np.cumsum(per_member), backend.lcs_pairs_per_call)
     nearest = []
     for a, b in zip(bounds[:-1], bounds[1:]):
         check()

@@ -18,6 +18,7 @@ import numpy as np
 from msa.backends.cpu.align import D_STEP, H_STEP, dp_codes
 from msa.jit import njit
 from msa.profile import AlignBatch
+from msa.seqops import cost_bounds
 
 
 #: Pieces of a library per thread: pairs differ in length, so the cells are cut finer than one
@@ -49,19 +50,16 @@ def pair_residues(
     first = np.empty(room[n], dtype=np.int64)
     second = np.empty(room[n], dtype=np.int64)
     count = np.zeros(n, dtype=np.int64)
-    cells = np.cumsum(lengths[pairs[:, 0]] * lengths[pairs[:, 1]])
-    threads = min(numba.get_num_threads(), max(n, 1))
-    cuts = np.concatenate(([0], np.searchsorted(
-        cells, np.linspace(0, cells[-1] if n else 0, threads * PIECES_PER_THREAD + 1)[1:-1]), [n]))
-    cuts = cuts[np.diff(cuts, prepend=-1) > 0]  # not np.unique: it imports numpy.ma (7 ms of a run)
-
-    def piece(k: int) -> None:
-        align_pairs(codes, offsets, pairs, matrix, gaps, room, cuts[k], cuts[k + 1], first, second, count)
-
+    threads = min(numba.get_num_threads(), n)
     if threads <= 1:
-        for k in range(len(cuts) - 1):
-            piece(k)
+        align_pairs(codes, offsets, pairs, matrix, gaps, room, 0, n, first, second, count)
     else:
+        cells = np.cumsum(lengths[pairs[:, 0]] * lengths[pairs[:, 1]])
+        cuts = cost_bounds(cells, max(1, -(-int(cells[-1]) // (threads * PIECES_PER_THREAD))))
+
+        def piece(k: int) -> None:
+            align_pairs(codes, offsets, pairs, matrix, gaps, room, cuts[k], cuts[k + 1], first, second, count)
+
         pool = ThreadPoolExecutor(threads, thread_name_prefix="msa-library")
         try:
             for _ in pool.map(piece, range(len(cuts) - 1)):
