@@ -19,6 +19,7 @@ from typing import NoReturn
 from msa import __version__
 from msa._runtime.blas import one_blas_thread
 from msa._runtime.bytecode import keep_bytecode
+from msa._runtime.collector import begin
 from msa.interrupts import process_handlers
 
 
@@ -27,6 +28,7 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:
         print(f"msa {__version__}")
         return
+    begin()
     keep_bytecode()
     one_blas_thread()
     process_handlers()

@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 
+from msa._runtime import collector
 from msa._runtime.cuda_start import start_cuda
 from msa.backends import Backend, prepare_backend
 from msa.params import MST_TREE_MAX
@@ -46,6 +47,7 @@ class BackendStart:
         self._device = "cpu" if self._deferred else device
         self._memory_cap = memory_cap
         self._gpu_numba = numba_on_gpu
+        collector.pause()  # until the main thread has the backend (msa._runtime.collector)
         self._start()
 
     def _start(self) -> None:
@@ -84,6 +86,7 @@ class BackendStart:
         self._join()
 
     def _join(self) -> None:
+        collector.resume()
         self._thread.join()
         self._stop.set()  # the Numba thread's preloading ends at its next function
         if self._numba.ident is not None:  # started
@@ -113,6 +116,7 @@ class BackendStart:
             assert self._error is not None
             raise self._error
         backend, note = self._result
+        collector.resume()
         if self._deferred:
             note = "msa: using the CPU for a small input (--device cuda takes the GPU)"
         if note is not None and not quiet:
@@ -144,7 +148,7 @@ def _load_numba(block: _ProbeBlock, imported: threading.Event, stop: threading.E
             raise
         finally:
             imported.set()
-        _skip_numba_extensions()
+        skip_numba_extensions()
         first_compiled_call()
         block.release()  # Numba's own imports are done: a stage may import SciPy from here on
         from msa.jit import preload  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
@@ -166,12 +170,14 @@ def import_pipeline() -> None:
     import msa.pipeline  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
 
 
-def _skip_numba_extensions() -> None:
+def skip_numba_extensions() -> None:
     """Numba's first compiled call looks for extension packages by reading the entry points of
     every installed distribution (0.2-0.5 s in the device machines' 200-package environment, on
-    the thread the main one waits for). msa's compiled functions use no extension, so in msa's
-    own processes (the CLI) the search is marked done before it starts; a library user's process
-    is left as it is, and so is every process where msa's jit hooks are off (MSA_JIT_HOOKS=0)."""
+    the thread the main one waits for; on the 2-core dev machine ~10 ms with importlib.metadata's
+    import). msa's compiled functions use no extension, so in msa's own processes (the CLI)
+    the search is marked done before each thread's first compiled call (whichever thread comes
+    first would run it); a library user's process is left as it is, and so is every process
+    where msa's jit hooks are off (MSA_JIT_HOOKS=0)."""
     from numba.core import entrypoints
 
     from msa.jit import hooks_off  # local: (c) Numba, on the start thread (docs/start-up.md, step 6)
@@ -239,9 +245,13 @@ class _ProbeBlock:
       where that file is there.
 
     Set when the start begins, so the probes are skipped whichever thread gets there first;
-    this runs only in msa's own processes (the CLI), never when msa is imported as a library."""
+    this runs only in msa's own processes (the CLI), never when msa is imported as a library.
+    Numba's import also imports ``importlib.metadata`` for the extension search that msa's
+    processes skip (:func:`skip_numba_extensions`): from here on that module loads on its first
+    use (:func:`_metadata_on_first_use`)."""
 
     def __init__(self) -> None:
+        _metadata_on_first_use()
         probes = (SCIPY_PROBE, BLAS_PROBE, COVERAGE_PROBE)
         if not os.path.exists(NUMBA_CONFIG_FILE):
             probes += (YAML_PROBE,)
@@ -255,3 +265,29 @@ class _ProbeBlock:
             if sys.modules.get(module, 0) is None:
                 del sys.modules[module]
         self._blocked = []
+
+
+#: What ``numba.core.entrypoints`` imports at Numba's import, for the extension search only.
+METADATA = "importlib.metadata"
+
+
+def _metadata_on_first_use() -> None:
+    """``importlib.metadata`` as a module that loads on its first use (the standard library's
+    ``importlib.util.LazyLoader``), unless something imported it already. Numba's import takes
+    it (with email, csv, zipfile and socket: ~8 ms on the 2-core dev machine) for the extension
+    search alone, which msa's processes skip; any other user reads it as the real module, loaded
+    then. Its only early user, that search, runs in one thread at most (it marks itself done
+    first), so the loader's first-use race on Python before 3.12 has nothing to race."""
+    if METADATA in sys.modules:
+        return
+    import importlib
+    import importlib.util
+
+    spec = importlib.util.find_spec(METADATA)
+    if spec is None or spec.loader is None:
+        return
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[METADATA] = module
+    importlib.metadata = module  # type: ignore[attr-defined]  (``from importlib import metadata`` takes it as is)
+    spec.loader.exec_module(module)

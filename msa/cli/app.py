@@ -1,15 +1,13 @@
 """The Typer application and the process-wide settings of a command run."""
 from __future__ import annotations
 
-import atexit
-import functools
-import gc
 import sys
 from typing import Annotated
 
 import typer
 
 from msa import __version__
+from msa._runtime.collector import resume
 from msa.run.results import one_line
 
 try:  # typer 0.22 and later carry their own copy of click
@@ -81,20 +79,5 @@ def _short_lived_process(
         bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print msa's version and exit.")
     ] = False,
 ) -> None:
-    """Settings for a process that runs one command (both entry points pass here)."""
-    _tune_gc()
-
-
-@functools.cache
-def _tune_gc() -> None:
-    """Garbage-collector settings of a short-lived process, applied once.
-
-    Numba's typing registries, loaded with the first cached kernel, leave
-    ~10^5 long-lived objects. With the default thresholds the collector scans
-    them again and again while they load, and once more at interpreter exit;
-    fewer young collections and a freeze before exit save ~0.3 s of a 2 s tiny
-    run. The arrays that hold the data are not tracked by the collector, so
-    this costs no memory to speak of.
-    """
-    gc.set_threshold(10_000, 50, 50)
-    atexit.register(gc.freeze)
+    """The command line is parsed: the collector runs again (paused while the process started)."""
+    resume()

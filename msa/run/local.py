@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Union
 
 from msa.interrupts import entered_whole
-from msa._runtime.startup import BackendStart
+from msa._runtime.startup import BackendStart, skip_numba_extensions
 from msa.backends import Backend, DeviceMemoryError, get_backend
 from msa.io import InputError, open_output, read_fasta, write_alignment
 from msa.io.output import GZIP_LEVEL
@@ -135,6 +135,7 @@ def prepare_read(family: Family, db: SeqDB, params: AlignParams, start: float, n
     line on it, and the duplicates); ``start`` is when its reading began."""
     from msa.pipeline import prepare_family  # local: (c) Numba loads on the start thread (docs/start-up.md, step 6)
 
+    skip_numba_extensions()  # this thread's first compiled call comes next
     prepared = prepare_family(db, params, note=note)
     return ReadFamily(family, prepared, len(db), int(db.offsets[-1]), time.perf_counter() - start)
 

@@ -399,6 +399,60 @@ def test_the_cli_types_arrays_without_importing_numpy_ma(tmp_path: Path) -> None
     assert done.stdout.split() == ["False", "True", "True", "NumbaTypeError"]
 
 
+def test_a_cli_run_skips_the_extension_search_and_loads_importlib_metadata_on_first_use(tmp_path: Path) -> None:
+    """A CLI run makes its first compiled call on the main thread with Numba's extension search
+    marked done (whichever thread gets there first), so ``importlib.metadata``, which Numba
+    imports for that search, is never loaded; it is the standard library's lazy module, and its
+    first use loads the real one."""
+    code = (
+        "import sys\n"
+        "from msa.__main__ import main\n"
+        f"sys.argv = ['msa', 'align', {str(REPO / 'datasets' / 'examples' / 'example.fa')!r}, '-o', 'out.fa', '-q']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "from numba.core import entrypoints\n"
+        "print(entrypoints._already_initialized, 'email.message' in sys.modules)\n"
+        "import importlib.metadata\n"
+        "from importlib import metadata\n"
+        "print(metadata is sys.modules['importlib.metadata'], metadata.version('numpy') == __import__('numpy').__version__)\n"
+        "print('email.message' in sys.modules, type(metadata).__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["True", "False", "True", "True", "True", "module"]
+
+
+def test_the_collector_is_paused_while_a_command_starts(tmp_path: Path) -> None:
+    """A command's process runs without garbage collection from its entry until the backend is
+    in hand; then the start's objects are frozen and the collector is on again, with msa's
+    thresholds. The same calls in a process that is not a command's change nothing."""
+    code = (
+        "import gc, sys\n"
+        "from msa._runtime import collector\n"
+        "collector.pause(); collector.resume()\n"
+        "print(gc.isenabled(), gc.get_freeze_count() == 0, gc.get_threshold() != collector.THRESHOLDS)\n"
+        "states = []\n"
+        "real = collector.resume\n"
+        "def resume():\n"
+        "    states.append(gc.isenabled())\n"
+        "    real()\n"
+        "collector.resume = resume\n"
+        "from msa.__main__ import main\n"
+        f"sys.argv = ['msa', 'align', {str(REPO / 'datasets' / 'examples' / 'example.fa')!r}, '-o', 'out.fa', '-q']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print(states[:2] == [False, False], gc.isenabled(), gc.get_freeze_count() > 10_000,\n"
+        "      gc.get_threshold() == collector.THRESHOLDS)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["True", "True", "True", "True", "True", "True", "True"]
+
+
 def test_the_script_ends_without_teardown_and_loses_no_output(tmp_path: Path) -> None:
     """``python -m msa`` ends by os._exit once the command is done (no atexit handler runs),
     with everything it wrote to stdout delivered and the command's exit status; a usage error
