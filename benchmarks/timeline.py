@@ -108,6 +108,9 @@ def main() -> None:
     from msa._runtime.bytecode import keep_bytecode
 
     mark(f"bytecode prefix {keep_bytecode()} (as the CLI's start)")
+    from msa._runtime.collector import begin
+
+    begin()  # the collector paused, as the CLI's start
     _instrument()
     from msa.cli import main as cli_main
 

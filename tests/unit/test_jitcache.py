@@ -152,6 +152,32 @@ def test_shipped_files_stay_as_installed(installed: Path) -> None:
         assert f.hash is not None and f.hash.value == digest.decode(), f"{f} changed since install"
 
 
+def test_the_stamp_covers_every_module_of_the_package(tmp_path: Path) -> None:
+    """The source stamp hashes each ``.py`` file of the package and its subpackages, by path,
+    and nothing under the shipped entries, ``__pycache__`` or a data folder; editing any such
+    module changes it."""
+    package = tmp_path / "msa"
+    for rel in ("__init__.py", "a.py", "sub/__init__.py", "sub/b.py", "sub/deep/__init__.py", "sub/deep/c.py",
+                "_kernels/build.py", "_kernels/pkg/__init__.py", "_kernels/pkg/d.py", "_jitcache/e.py",
+                "__pycache__/f.py", "sub/__pycache__/g.py"):
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text(f"# {rel}\n")
+    saved = jit.PACKAGE
+    try:
+        jit.PACKAGE = package
+        covered = sorted(p.as_posix() for p in jit._modules())
+        before = jit.package_stamp.__wrapped__()
+        (package / "_kernels" / "build.py").write_text("# changed\n")
+        (package / "__pycache__" / "f.py").write_text("# changed\n")
+        assert jit.package_stamp.__wrapped__() == before
+        (package / "_kernels" / "pkg" / "d.py").write_text("# changed\n")
+        assert jit.package_stamp.__wrapped__() != before
+    finally:
+        jit.PACKAGE = saved
+    assert covered == ["__init__.py", "_kernels/pkg/__init__.py", "_kernels/pkg/d.py", "a.py", "sub/__init__.py",
+                       "sub/b.py", "sub/deep/__init__.py", "sub/deep/c.py"]
+
+
 def test_every_compiled_function_goes_through_msa_jit() -> None:
     """Every Numba function of msa is decorated by msa.jit.njit, so every one is shipped."""
     pattern = re.compile(r"numba\.njit|from numba import .*\bnjit\b|numba\.jit\b|from numba import .*\bjit\b")
