@@ -19,6 +19,18 @@ from msa.backends.cpu import sw as cpu_sw
 REPO = Path(__file__).resolve().parents[2]
 
 
+#: Python lines that run ``msa align`` on the bundled example through the CLI's entry, in-process
+#: (into ``out.fa`` of the working directory), and fail on a non-zero exit.
+_ALIGN_EXAMPLE = (
+    "from msa.__main__ import main\n"
+    f"sys.argv = ['msa', 'align', {str(REPO / 'datasets' / 'examples' / 'example.fa')!r}, '-o', 'out.fa', '-q']\n"
+    "try:\n"
+    "    main()\n"
+    "except SystemExit as exc:\n"
+    "    assert not exc.code, exc.code\n"
+)
+
+
 def _printed(code: str) -> str:
     """What ``code`` prints, run by a fresh interpreter (imports start from nothing) in the checkout."""
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
@@ -372,12 +384,7 @@ def test_the_cli_types_arrays_without_importing_numpy_ma(tmp_path: Path) -> None
     masked array is refused as Numba refuses it."""
     code = (
         "import sys\n"
-        "from msa.__main__ import main\n"
-        f"sys.argv = ['msa', 'align', {str(REPO / 'datasets' / 'examples' / 'example.fa')!r}, '-o', 'out.fa', '-q']\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    assert not exc.code, exc.code\n"
+        + _ALIGN_EXAMPLE +
         "print('numpy.ma' in sys.modules)\n"
         "import numpy as np\n"
         "from numba.core.typing import typeof\n"
@@ -406,12 +413,7 @@ def test_a_cli_run_skips_the_extension_search_and_loads_importlib_metadata_on_fi
     first use loads the real one."""
     code = (
         "import sys\n"
-        "from msa.__main__ import main\n"
-        f"sys.argv = ['msa', 'align', {str(REPO / 'datasets' / 'examples' / 'example.fa')!r}, '-o', 'out.fa', '-q']\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    assert not exc.code, exc.code\n"
+        + _ALIGN_EXAMPLE +
         "from numba.core import entrypoints\n"
         "print(entrypoints._already_initialized, 'email.message' in sys.modules)\n"
         "import importlib.metadata\n"
@@ -439,12 +441,7 @@ def test_the_collector_is_paused_while_a_command_starts(tmp_path: Path) -> None:
         "    states.append(gc.isenabled())\n"
         "    real()\n"
         "collector.resume = resume\n"
-        "from msa.__main__ import main\n"
-        f"sys.argv = ['msa', 'align', {str(REPO / 'datasets' / 'examples' / 'example.fa')!r}, '-o', 'out.fa', '-q']\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    assert not exc.code, exc.code\n"
+        + _ALIGN_EXAMPLE +
         "print(states[:2] == [False, False], gc.isenabled(), gc.get_freeze_count() > 10_000,\n"
         "      gc.get_threshold() == collector.THRESHOLDS)\n"
     )
