@@ -2,12 +2,16 @@
 the incremental gap typing against a recount, and agreement with FAMSA on real data."""
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 
 from msa.alphabet import ALPHABET, load_matrix
 from msa.backends.cpu import CpuBackend
-from msa.backends.cpu.align import NEG_INF, NO_BONUS, align_batch, dp_path, dp_seqseq
+from msa.backends.cpu import forest
+from msa.backends.cpu.align import (
+    NEG_INF, NO_BONUS, WAVE_CELLS, WAVE_ROWS, align_batch, dp_path, dp_path_wave, dp_seqseq, wave_tiles,
+)
 from msa.params import AlignParams, GapCosts, gap_costs
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, gap_counts_from_rows
 from msa.progressive import progressive_align, progressive_align_many
@@ -248,6 +252,40 @@ def test_seqseq_dp_is_the_general_dp(seed):
         np.testing.assert_array_equal(got[:length], want[:length])
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_wavefront_dp_is_the_serial_dp(seed):
+    """dp_path_wave (one merge's DP in tiles, a block of columns a thread, each strip of rows
+    handed on to the next block) gives dp_path's score and path for any cut into blocks and strips: more blocks or
+    strips than columns or rows, one of each, a row or column each; with and without cell
+    bonuses (either layout), small matrices and gap costs (ties everywhere) and the real ones."""
+    rng = np.random.default_rng(500 + seed)
+    for trial in range(12):
+        small = trial % 3 == 0
+        matrix = rng.integers(-3, 4, (24, 24)).astype(np.int64) if small else MATRIX
+        g = -rng.integers(0, 4, 4).astype(np.int64) if small else G
+        seqseq = trial % 4 == 1
+        n1, n2 = (1, 1) if seqseq else (int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+        c1, _, _ = random_profile(rng, n1, int(rng.integers(1, 60)))
+        c2, _, _ = random_profile(rng, n2, int(rng.integers(1, 60)))
+        w1, w2 = len(c1), len(c2)
+        bonus = rng.integers(-500, 500, w1 * w2).astype(np.int64) if trial % 2 else NO_BONUS
+        bonus_tr = bool(trial % 5 == 0)
+        want = np.empty(w1 + w2, dtype=np.uint8)
+        length, best = dp_path(c1, n1, c2, n2, matrix, g, seqseq, want, bonus, bonus_tr)
+        for blocks, strips in ((1, 1), (2, 3), (w2, w1), (w2 + 3, w1 + 2), (int(rng.integers(1, 9)), int(rng.integers(1, 9)))):
+            got = np.empty(w1 + w2, dtype=np.uint8)
+            assert dp_path_wave(c1, n1, c2, n2, matrix, g, seqseq, got, bonus, bonus_tr, blocks, strips) == (length, best)
+            np.testing.assert_array_equal(got[:length], want[:length])
+
+
+def test_wave_tiles_give_a_block_per_thread_and_short_strips():
+    """A block per thread of at least 32 columns, strips of WAVE_ROWS rows, at least one of each."""
+    assert wave_tiles(400, 2000, 16) == (16, 400 // WAVE_ROWS)
+    assert wave_tiles(400, 2000, 1) == (1, 400 // WAVE_ROWS)
+    assert wave_tiles(3, 40, 16) == (1, 1)
+    assert wave_tiles(5, 100_000, 4) == (4, 1)
+
+
 # ---- incremental gap typing ------------------------------------------------------------------
 
 
@@ -416,7 +454,6 @@ def test_a_signal_stops_the_compiled_call_at_its_next_level(monkeypatch):
     import threading
 
     from msa import interrupts
-    from msa.backends.cpu import forest
 
     monkeypatch.setattr(forest, "POLL_S", 0.0)
     n = 2000
@@ -434,6 +471,47 @@ def test_a_signal_stops_the_compiled_call_at_its_next_level(monkeypatch):
                                 np.tile(G, (n - 1, 1)), MATRIX, advance)
     assert sum(seen) < n - 1
     assert not [t for t in threading.enumerate() if t.name == "msa-forest"]
+
+
+def test_a_chain_of_large_merges_gives_the_same_columns_in_the_wavefront():
+    """align_forest on a caterpillar of long sequences, whose top levels are single merges past
+    WAVE_CELLS (spread over the threads), gives the columns of the same call on one thread,
+    every time (the blocks hand strips on between threads)."""
+    n = 24
+    db = random_db(np.random.default_rng(11), n, 500, 700)
+    tree = caterpillar(n)
+    args = (db.codes, db.offsets, np.ones(n, dtype=np.int64), tree.children, tree.levels(), np.tile(G, (n - 1, 1)),
+            MATRIX, lambda k: None)
+    path = np.empty(2, dtype=np.uint8)
+    dp_path_wave(*(random_profile(np.random.default_rng(0), 1, 1)[0], 1) * 2, MATRIX, G, False, path, NO_BONUS, False, 1, 1)
+    if numba.config.NUMBA_NUM_THREADS > 1:  # a parallel loop has run: the pool is chosen
+        assert forest.wave_threads(2) == (2 if numba.threading_layer() in ("omp", "workqueue") else 1)
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = CpuBackend.align_forest(*args)
+        numba.set_num_threads(max(2, threads) if numba.config.NUMBA_NUM_THREADS > 1 else 1)
+        for _ in range(3):
+            for a, b in zip(one, CpuBackend.align_forest(*args)):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        numba.set_num_threads(threads)
+    widths = one[1]
+    assert (widths[tree.children[:, 0]] * widths[tree.children[:, 1]] >= WAVE_CELLS).sum() >= 5  # the wave ran
+
+
+@pytest.mark.parametrize(("layer", "threads", "spread"), [("omp", 8, 8), ("workqueue", 4, 4), ("tbb", 8, 1), (None, 8, 1)])
+def test_one_merge_spreads_only_where_the_pool_runs_blocks_in_turn(monkeypatch, layer, threads, spread):
+    """The wavefront's blocks wait on lower ones: only OpenMP's and the workqueue's pools, which run
+    each thread's share in order, always reach them; under TBB, or before a pool is chosen, one thread."""
+
+    def threading_layer():
+        if layer is None:
+            raise ValueError("Threading layer is not initialized.")
+        return layer
+
+    monkeypatch.setattr(numba, "threading_layer", threading_layer)
+    assert forest.wave_threads(threads) == spread
 
 
 def test_many_families_checks_each_family():

@@ -7,12 +7,18 @@ transitions (ALWAYS_3_DIRS) except between two single sequences, FAMSA's
 borders and tie-breaking, int64 scores with -inf = -2**62. The traceback yields
 column maps, and the parent profile is assembled as ``ConstructProfile`` does.
 A batch of merges runs in parallel, one merge per thread; each merge has its own
-gap costs (row ``k`` of ``g``: merges of different families share a batch).
+gap costs (row ``k`` of ``g``: merges of different families share a batch). A batch of one
+large merge spreads its DP over the threads instead (:func:`dp_path_wave`).
 """
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
+from numba.core import types
+from numba.core.errors import NumbaPerformanceWarning
+from numba.extending import intrinsic
 
 from msa.jit import njit
 from msa.profile import GE, GO, N_COUNTS, TGE, TGO, merge_gap_rows
@@ -28,6 +34,18 @@ _COL0 = V_STEP | (V_STEP << 2) | (V_STEP << 4)  # border column: every state cam
 _NRES = GO
 #: The ``bonus`` of merges that have none.
 NO_BONUS = np.zeros(0, dtype=np.int64)
+#: What a function that only needs its ``prange`` loops asks of Numba's parallel pipeline: none
+#: of its other rewrites (array creation, array expressions), which would wake the thread pool
+#: for every small array made.
+PRANGE_ONLY = {"prange": True, "numpy": False, "comprehension": False, "setitem": False, "reduction": False,
+               "stencil": False, "fusion": False, "inplace_binop": False}
+# Numba warns, when it compiles such a function that only calls others that are parallel, that
+# the pipeline found nothing to run in parallel: true, and meant so. Only that warning about
+# these files is silenced.
+warnings.filterwarnings(
+    "ignore", r"(?s).*'parallel=True' was specified but no transformation.*msa.backends.cpu.(align|forest)\.py",
+    NumbaPerformanceWarning,
+)
 
 
 @njit(cache=True, nogil=True)
@@ -97,23 +115,12 @@ def _start(w1: int, r2: np.ndarray, n1: int, tgo: int, tge: int) -> tuple:
 
 
 @njit(cache=True, nogil=True)
-def dp_path(
-    c1: np.ndarray, n1: int, c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray,
-    seqseq: bool, path: np.ndarray, bonus: np.ndarray, bonus_tr: bool,
-) -> tuple[int, int]:
-    """Fill the DP of P1 against P2 and write the traceback into ``path`` (last step first).
-
-    Returns ``(path length, best score)``. States in ``path`` are 0=D, 1=H, 2=V. ``bonus``
-    (empty: none) adds to each cell's column score (msa.consistency): ``bonus[(i - 1) * w2 + j
-    - 1]``, or with ``bonus_tr`` (the table is laid out for P2 against P1) ``bonus[(j - 1) * w1
-    + i - 1]``.
-    """
-    w1, w2 = c1.shape[0], c2.shape[0]
+def _p2_columns(c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray) -> tuple:
+    """Per column ``j`` (1-based) of P2: its score table (FAMSA's ``CProfile::CalculateCountersScores``,
+    residue-major so a row's column scores are one vectorizable sweep over j), residues, V's
+    gap costs (start, continue), re-typing correction, and the residues of columns 1..j."""
+    w2 = c2.shape[0]
     go, ge, tgo, tge = g[0], g[1], g[2], g[3]
-    three_dirs = not seqseq
-    # Per column of P2: score table S2 (FAMSA's ``CProfile::CalculateCountersScores``), residue count, V insertion costs.
-    # s2 is stored residue-major so each DP row's column scores are one
-    # vectorizable sweep over j (see ``trow`` below).
     s2 = np.empty((_NRES, w2 + 1), dtype=np.int64)
     r2 = np.zeros(w2 + 1, dtype=np.int64)
     v_start = np.zeros(w2 + 1, dtype=np.int64)
@@ -137,109 +144,300 @@ def dp_path(
         e, te = _cont_counts(c2, n2, j)
         v_cont[j] = e * ge + te * tge
         retype2[j] = col[GO] * (ge - go) + col[TGO] * (tge - tgo)
+    return s2, r2, v_start, v_cont, retype2, np.cumsum(r2)
 
-    stride = w2 + 1
-    dirs, dp_, hp, vp, dc, hc, vc = _start(w1, r2, n1, tgo, tge)
 
-    codes = np.empty(_NRES, dtype=np.int64)
-    mult = np.empty(_NRES, dtype=np.int64)
-    trow = np.empty(stride, dtype=np.int64)
-    rowdir = np.empty(stride, dtype=np.uint8)  # a row's D and V directions
-    cand = np.empty(stride, dtype=np.int64)  # H's candidates from D and V, less the extensions to j
-    r2_sum = np.cumsum(r2)  # residues of P2's columns 1..j
+@njit(cache=True, nogil=True)
+def _p1_rows(c1: np.ndarray, n1: int, g: np.ndarray) -> tuple:
+    """Per row ``i`` (1-based) of P1: its residue codes and counts (``nnz`` of them), residues,
+    gap cost, H's gap costs (start, continue) and re-typing correction."""
+    w1 = c1.shape[0]
+    go, ge, tgo, tge = g[0], g[1], g[2], g[3]
+    codes = np.zeros((w1 + 1, _NRES), dtype=np.int64)
+    mult = np.zeros((w1 + 1, _NRES), dtype=np.int64)
+    nnz = np.zeros(w1 + 1, dtype=np.int64)
+    r1 = np.zeros(w1 + 1, dtype=np.int64)
+    gap1 = np.zeros(w1 + 1, dtype=np.int64)
+    h_start = np.zeros(w1 + 1, dtype=np.int64)
+    h_cont = np.zeros(w1 + 1, dtype=np.int64)
+    retype1 = np.zeros(w1 + 1, dtype=np.int64)
     for i in range(1, w1 + 1):
         col = c1[i - 1]
-        nnz = 0
-        r1 = 0
+        k = 0
         for a in range(_NRES):
             if col[a] != 0:
-                codes[nnz] = a
-                mult[nnz] = col[a]
-                nnz += 1
-                r1 += col[a]
-        gap1 = col[GO] * go + col[GE] * ge + col[TGO] * tgo + col[TGE] * tge
+                codes[i, k] = a
+                mult[i, k] = col[a]
+                k += 1
+                r1[i] += col[a]
+        nnz[i] = k
+        gap1[i] = col[GO] * go + col[GE] * ge + col[TGO] * tgo + col[TGE] * tge
         o, e, to, te = _start_counts(c1, n1, i)
-        h_start = o * go + e * ge + to * tgo + te * tge
+        h_start[i] = o * go + e * ge + to * tgo + te * tge
         e, te = _cont_counts(c1, n1, i)
-        h_cont = e * ge + te * tge
-        retype1 = col[GO] * (ge - go) + col[TGO] * (tge - tgo)
+        h_cont[i] = e * ge + te * tge
+        retype1[i] = col[GO] * (ge - go) + col[TGO] * (tge - tgo)
+    return codes, mult, nnz, r1, gap1, h_start, h_cont, retype1
 
-        dc[0] = NEG_INF
-        hc[0] = NEG_INF
+
+@njit(cache=True, nogil=True)
+def _dp_setup(
+    c1: np.ndarray, n1: int, c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray, col_bounds: np.ndarray,
+) -> tuple:
+    """What every tile of a DP reads: P2's columns, P1's rows, the direction bytes (row 0 and
+    column 0 filled), the last row computed in each column (row 0 now), and ``edge[0]``: column 0's
+    (D, H, V) in every row; ``edge[t + 1]`` will hold the last column of block ``t``
+    (``col_bounds[t]:col_bounds[t + 1]``), row by row (row 0 now)."""
+    w1 = c1.shape[0]
+    tgo, tge = g[2], g[3]
+    cols = _p2_columns(c2, n2, m, g)
+    rows = _p1_rows(c1, n1, g)
+    r1 = rows[3]
+    dirs, last_d, last_h, last_v = _start(w1, cols[1], n1, tgo, tge)[:4]
+    stride = c2.shape[0] + 1
+    n_blocks = len(col_bounds) - 1
+    edge = np.empty((3, n_blocks + 1, w1 + 1), dtype=np.int64)
+    for t in range(n_blocks + 1):
+        j = col_bounds[t] - 1
+        edge[0, t, 0], edge[1, t, 0], edge[2, t, 0] = last_d[j], last_h[j], last_v[j]
+    for i in range(1, w1 + 1):
+        edge[0, 0, i] = NEG_INF
+        edge[1, 0, i] = NEG_INF
         if i < w1:
-            dv = max(dp_[0], vp[0])
-            vc[0] = dv + n2 * r1 * (tgo if i == 1 else tge)
+            dv = max(edge[0, 0, i - 1], edge[2, 0, i - 1])
+            edge[2, 0, i] = dv + n2 * r1[i] * (tgo if i == 1 else tge)
         else:
-            vc[0] = NEG_INF
-        base = i * stride
-        dirs[base] = _COL0
-        # Column scores of row i, t(i, j) = sum_k c1_i[k] * S2_j[k], as separate
-        # sweeps over j that the compiler vectorizes (the DP recurrence cannot be).
-        for j in range(1, w2 + 1):
-            trow[j] = r2[j] * gap1
-        for k in range(nnz):
-            a = codes[k]
-            c = mult[k]
-            for j in range(1, w2 + 1):
-                trow[j] += c * s2[a, j]
+            edge[2, 0, i] = NEG_INF
+        dirs[i * stride] = _COL0
+    return cols, rows, dirs, last_d, last_h, last_v, edge
+
+
+@njit(cache=True, nogil=True)
+def _dp_tile(
+    r0: int, r1_: int, t: int, col_bounds: np.ndarray, w1: int, g: np.ndarray, seqseq: bool, n2: int,
+    cols: tuple, rows: tuple, dirs: np.ndarray, last_d: np.ndarray, last_h: np.ndarray, last_v: np.ndarray,
+    edge: np.ndarray, bonus: np.ndarray, bonus_tr: bool,
+) -> None:
+    """Rows ``r0:r1_`` of the DP over the columns of block ``t``, from the row above each column
+    (``last_*``) and the block on the left's last column (``edge[:, t]``); leaves its own
+    last row in ``last_*`` and its last column in ``edge[:, t + 1]``. A tile needs only the
+    tiles above it and on its left (:func:`dp_path_wave` runs them as a wavefront).
+
+    The cells are FAMSA's choices in a branch-free form: every state takes the maximum of its
+    candidates, and the direction encodes FAMSA's tie order (D only when strictly best; then H
+    or V as each state prefers). A transition that is not allowed gets EXCLUDED, which never
+    wins. D and V read only the row before, so they are one sweep over j that the compiler
+    vectorizes (the progressive stage of balifam1000 families 1.5-1.7x faster on 2 cores than a
+    cell at a time). H is the chain along the row: H[j] = max(cand[j], H[j - 1] + r2[j] *
+    h_cont), cand from D and V. With ext[j] = h_cont * (r2[1] + .. + r2[j]), H[j] - ext[j] is
+    a running maximum of cand[j] - ext[j]: the serial part is one max a cell, between two
+    vectorized sweeps (the candidates; H's directions from the finished row)."""
+    codes, mult, nnz, r1s, gap1s, h_starts, h_conts, retype1s = rows
+    j0, j1 = col_bounds[t], col_bounds[t + 1]
+    bw = j1 - j0
+    w2 = cols[1].shape[0] - 1
+    stride = w2 + 1
+    three_dirs = not seqseq
+    # The block's columns as views from column j0 - 1, so that index x is column j0 - 1 + x
+    # (x = 0: the block on the left's last column) and every index is provably >= 0: Numba
+    # then makes no wraparound test, which would keep the sweeps from vectorizing.
+    s2 = cols[0][:, j0 - 1 : j1]
+    r2 = cols[1][j0 - 1 : j1]
+    v_start = cols[2][j0 - 1 : j1]
+    v_cont = cols[3][j0 - 1 : j1]
+    retype2 = cols[4][j0 - 1 : j1]
+    r2_sum = cols[5][j0 - 1 : j1]
+    pd = np.empty(bw + 1, dtype=np.int64)
+    ph = np.empty(bw + 1, dtype=np.int64)
+    pv = np.empty(bw + 1, dtype=np.int64)
+    cd = np.empty(bw + 1, dtype=np.int64)
+    ch = np.empty(bw + 1, dtype=np.int64)
+    cv = np.empty(bw + 1, dtype=np.int64)
+    trow = np.empty(bw + 1, dtype=np.int64)
+    rowdir = np.empty(bw + 1, dtype=np.uint8)  # a row's D and V directions
+    cand = np.empty(bw + 1, dtype=np.int64)  # H's candidates from D and V, less the extensions to j
+    pd[0], ph[0], pv[0] = edge[0, t, r0 - 1], edge[1, t, r0 - 1], edge[2, t, r0 - 1]
+    pd[1:] = last_d[j0:j1]
+    ph[1:] = last_h[j0:j1]
+    pv[1:] = last_v[j0:j1]
+    for i in range(r0, r1_):
+        r1 = r1s[i]
+        gap1 = gap1s[i]
+        h_start = h_starts[i]
+        h_cont = h_conts[i]
+        retype1 = retype1s[i]
+        cd[0], ch[0], cv[0] = edge[0, t, i], edge[1, t, i], edge[2, t, i]
+        row_dirs = dirs[i * stride + j0 - 1 : i * stride + j1]
+        # Column scores of row i, t(i, j) = sum_k c1_i[k] * S2_j[k], as separate sweeps over j.
+        for x in range(1, bw + 1):
+            trow[x] = r2[x] * gap1
+        for k in range(nnz[i]):
+            s2a = s2[codes[i, k]]
+            c = mult[i, k]
+            for x in range(1, bw + 1):
+                trow[x] += c * s2a[x]
         if bonus.shape[0] > 0:
-            for j in range(1, w2 + 1):
-                trow[j] += bonus[(j - 1) * w1 + i - 1] if bonus_tr else bonus[(i - 1) * w2 + j - 1]
+            if bonus_tr:
+                cells = bonus[(j0 - 1) * w1 + i - 1 : (j1 - 1) * w1 : w1]
+            else:
+                cells = bonus[(i - 1) * w2 + j0 - 1 : (i - 1) * w2 + j1 - 1]
+            for x in range(1, bw + 1):
+                trow[x] += cells[x - 1]
         three_row = three_dirs and i > 1
-        # Branch-free form of FAMSA's choices: every state takes the maximum of its
-        # candidates, and the direction encodes FAMSA's tie order (D only when strictly
-        # best; then H or V as each state prefers). A transition that is not allowed
-        # gets EXCLUDED, which never wins. D and V read only the row before, so they
-        # are one sweep over j that the compiler vectorizes (the progressive stage of
-        # balifam1000 families 1.5-1.7x faster on 2 cores than a cell at a time). H is the chain along the
-        # row: H[j] = max(cand[j], H[j - 1] + r2[j] * h_cont), cand from D and V. With
-        # ext[j] = h_cont * (r2[1] + .. + r2[j]), H[j] - ext[j] is a running maximum of
-        # cand[j] - ext[j]: the serial part is one max a cell, between two vectorized sweeps
-        # (the candidates; H's directions from the finished row).
-        for j in range(1, w2 + 1):
-            rj = r2[j]
-            use3 = three_row & (j > 1)
+        first3 = three_row & (j0 > 1)  # use3 at x = 1 (column j0); true at every later column of a row
+        for x in range(1, bw + 1):
+            rj = r2[x]
+            use3 = first3 if x == 1 else three_row
             # D: column i of P1 against column j of P2.
-            t_d = dp_[j - 1]
-            t_h = hp[j - 1] + rj * retype1
-            t_v = vp[j - 1] + r1 * retype2[j]
-            dc[j] = max(t_d, max(t_h, t_v)) + trow[j]
+            t_d = pd[x - 1]
+            t_h = ph[x - 1] + rj * retype1
+            t_v = pv[x - 1] + r1 * retype2[x]
+            cd[x] = max(t_d, max(t_h, t_v)) + trow[x]
             not_d = 1 - int((t_d > t_h) & (t_d > t_v))
             prefer_h = int((t_h > t_v) | (seqseq & (t_h == t_v)))
             d_dir = not_d * (2 - prefer_h)
             # V: a gap column put into P2 after its column j, against column i of P1.
-            corr = r1 * v_start[j]
-            t_d = dp_[j] + corr
-            t_v = vp[j] + r1 * v_cont[j]
-            t_h = hp[j] + corr if use3 else EXCLUDED
-            vc[j] = max(t_d, max(t_h, t_v))
+            corr = r1 * v_start[x]
+            t_d = pd[x] + corr
+            t_v = pv[x] + r1 * v_cont[x]
+            t_h = ph[x] + corr if use3 else EXCLUDED
+            cv[x] = max(t_d, max(t_h, t_v))
             not_d = 1 - int((t_d > t_h) & (t_d > t_v))
             v_dir = not_d * (2 - int(t_h > t_v))
-            rowdir[j] = d_dir | (v_dir << 4)
+            rowdir[x] = d_dir | (v_dir << 4)
         # H: a gap column put into P1 after its column i, against column j of P2.
-        for j in range(1, w2 + 1):
-            corr = r2[j] * h_start
-            t_d = dc[j - 1] + corr
-            t_v = vc[j - 1] + corr if three_row & (j > 1) else EXCLUDED
-            cand[j] = max(t_d, t_v) - h_cont * r2_sum[j]
-        u = hc[0]
-        for j in range(1, w2 + 1):
-            u = max(u, cand[j])
-            hc[j] = u + h_cont * r2_sum[j]
-        for j in range(1, w2 + 1):
-            rj = r2[j]
+        for x in range(1, bw + 1):
+            use3 = first3 if x == 1 else three_row
+            corr = r2[x] * h_start
+            t_d = cd[x - 1] + corr
+            t_v = cv[x - 1] + corr if use3 else EXCLUDED
+            cand[x] = max(t_d, t_v) - h_cont * r2_sum[x]
+        u = ch[0] - h_cont * r2_sum[0]  # the running maximum left of the block
+        for x in range(1, bw + 1):
+            u = max(u, cand[x])
+            ch[x] = u + h_cont * r2_sum[x]
+        for x in range(1, bw + 1):
+            use3 = first3 if x == 1 else three_row
+            rj = r2[x]
             corr = rj * h_start
-            t_d = dc[j - 1] + corr
-            t_h = hc[j - 1] + rj * h_cont
-            t_v = vc[j - 1] + corr if three_row & (j > 1) else EXCLUDED
+            t_d = cd[x - 1] + corr
+            t_h = ch[x - 1] + rj * h_cont
+            t_v = cv[x - 1] + corr if use3 else EXCLUDED
             not_d = 1 - int((t_d > t_h) & (t_d > t_v))
             h_dir = not_d * (1 + int(t_v > t_h))
-            dirs[base + j] = rowdir[j] | (h_dir << 2)
-        dp_, dc = dc, dp_
-        hp, hc = hc, hp
-        vp, vc = vc, vp
+            row_dirs[x] = rowdir[x] | (h_dir << 2)
+        edge[0, t + 1, i], edge[1, t + 1, i], edge[2, t + 1, i] = cd[bw], ch[bw], cv[bw]
+        pd, cd = cd, pd
+        ph, ch = ch, ph
+        pv, cv = cv, pv
+    last_d[j0:j1] = pd[1:]
+    last_h[j0:j1] = ph[1:]
+    last_v[j0:j1] = pv[1:]
 
-    return _traceback(dirs, w1, w2, dp_[w2], hp[w2], vp[w2], path)
+
+@njit(cache=True, nogil=True)
+def dp_path(
+    c1: np.ndarray, n1: int, c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray,
+    seqseq: bool, path: np.ndarray, bonus: np.ndarray, bonus_tr: bool,
+) -> tuple[int, int]:
+    """Fill the DP of P1 against P2 and write the traceback into ``path`` (last step first).
+
+    Returns ``(path length, best score)``. States in ``path`` are 0=D, 1=H, 2=V. ``bonus``
+    (empty: none) adds to each cell's column score (msa.consistency): ``bonus[(i - 1) * w2 + j
+    - 1]``, or with ``bonus_tr`` (the table is laid out for P2 against P1) ``bonus[(j - 1) * w1
+    + i - 1]``. One tile of every row and column, on this thread (:func:`dp_path_wave` spreads
+    a large one over the threads).
+    """
+    w1, w2 = c1.shape[0], c2.shape[0]
+    col_bounds = np.array([1, w2 + 1], dtype=np.int64)
+    cols, rows, dirs, last_d, last_h, last_v, edge = _dp_setup(c1, n1, c2, n2, m, g, col_bounds)
+    _dp_tile(1, w1 + 1, 0, col_bounds, w1, g, seqseq, n2, cols, rows, dirs, last_d, last_h, last_v, edge, bonus,
+             bonus_tr)
+    return _traceback(dirs, w1, w2, edge[0, 1, w1], edge[1, 1, w1], edge[2, 1, w1], path)
+
+
+def _int64_vector(array: types.Type) -> bool:
+    return isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C" and array.dtype == types.int64
+
+
+@intrinsic
+def _load_acquire(typingctx, array, index):
+    """``array[index]`` of a contiguous int64 vector, read atomically with acquire order: what
+    another thread wrote before its release store of this element is visible after, and the
+    read is not hoisted out of a waiting loop."""
+    if not _int64_vector(array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.load_atomic(builder.gep(data, [args[1]]), "acquire", 8)
+
+    return types.int64(array, index), codegen
+
+
+@intrinsic
+def _store_release(typingctx, array, index, value):
+    """``array[index] = value`` of a contiguous int64 vector, written atomically with release order."""
+    if not _int64_vector(array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        builder.store_atomic(args[2], builder.gep(data, [args[1]]), "release", 8)
+        return context.get_dummy_value()
+
+    return types.void(array, index, types.int64), codegen
+
+
+@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
+def _wavefront(
+    n_blocks: int, n_strips: int, row_bounds: np.ndarray, col_bounds: np.ndarray, w1: int, g: np.ndarray,
+    seqseq: bool, n2: int, cols: tuple, rows: tuple, dirs: np.ndarray, last_d: np.ndarray, last_h: np.ndarray,
+    last_v: np.ndarray, edge: np.ndarray, bonus: np.ndarray, bonus_tr: bool,
+) -> None:
+    """The tiles of :func:`dp_path_wave`: a block of columns an iteration, each strip once the
+    block on its left has finished it (``done``: the strips each block has finished, written
+    with release and read with acquire order). Every array it fills is its caller's: arrays
+    made in a function that holds a parallel loop and read after the loop came back as other
+    memory in Numba 0.68 when that function was called from another compiled one."""
+    done = np.zeros(n_blocks, dtype=np.int64)
+    for t in numba.prange(n_blocks):
+        for s in range(n_strips):
+            if t > 0:
+                while _load_acquire(done, t - 1) <= s:
+                    pass
+            _dp_tile(row_bounds[s], row_bounds[s + 1], t, col_bounds, w1, g, seqseq, n2, cols, rows, dirs,
+                     last_d, last_h, last_v, edge, bonus, bonus_tr)
+            _store_release(done, t, s + 1)
+
+
+@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
+def dp_path_wave(
+    c1: np.ndarray, n1: int, c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray,
+    seqseq: bool, path: np.ndarray, bonus: np.ndarray, bonus_tr: bool, n_blocks: int, n_strips: int,
+) -> tuple[int, int]:
+    """:func:`dp_path` of one large merge over the threads: the columns cut into ``n_blocks``
+    blocks, one thread each, and the rows into ``n_strips`` strips, which each block computes
+    in order once the block on its left has finished that strip (tile (s, t) after (s - 1, t)
+    and (s, t - 1): a wavefront, :func:`_wavefront`, with no wait for the whole pool between
+    anti-diagonals). Every cell is computed
+    as dp_path computes it, so the path and score are its own. The blocks are the iterations
+    of one parallel loop; a block waits only on a lower one, which any order that runs a
+    thread's iterations in turn (Numba's OpenMP and workqueue pools, or one thread) reaches
+    first."""
+    w1, w2 = c1.shape[0], c2.shape[0]
+    n_blocks = max(1, min(n_blocks, w2))
+    n_strips = max(1, min(n_strips, w1))
+    col_bounds = np.empty(n_blocks + 1, dtype=np.int64)
+    for t in range(n_blocks + 1):
+        col_bounds[t] = 1 + t * w2 // n_blocks
+    row_bounds = np.empty(n_strips + 1, dtype=np.int64)
+    for s in range(n_strips + 1):
+        row_bounds[s] = 1 + s * w1 // n_strips
+    cols, rows, dirs, last_d, last_h, last_v, edge = _dp_setup(c1, n1, c2, n2, m, g, col_bounds)
+    _wavefront(n_blocks, n_strips, row_bounds, col_bounds, w1, g, seqseq, n2, cols, rows, dirs, last_d, last_h, last_v,
+               edge, bonus, bonus_tr)
+    return _traceback(dirs, w1, w2, edge[0, n_blocks, w1], edge[1, n_blocks, w1], edge[2, n_blocks, w1], path)
 
 
 @njit(cache=True, nogil=True)
@@ -561,6 +759,52 @@ def _align_serial(
             counts, col_offsets, n_seqs, k, paths[path_off[k] : path_off[k + 1]], lengths[k], a_first[k],
             maps, parents[parent_off[k] : parent_off[k + 1]],
         )
+    return maps, parents, parent_off
+
+
+#: A level of one merge of at least this many DP cells spreads the merge over the threads
+#: (:func:`dp_path_wave`): ~1 ms of DP on one core.
+WAVE_CELLS = 1 << 18
+#: The rows of a wavefront tile: a block hands on each strip of this many rows (a few
+#: microseconds of DP) to the block on its right.
+WAVE_ROWS = 16
+
+
+@njit(cache=True, nogil=True)
+def wave_tiles(w1: int, w2: int, threads: int) -> tuple[int, int]:
+    """(blocks of columns, strips of rows) for :func:`dp_path_wave` on ``threads``: a block per
+    thread, of at least 32 columns, and strips of about WAVE_ROWS rows."""
+    return max(1, min(threads, w2 // 32)), max(1, w1 // WAVE_ROWS)
+
+
+@njit(cache=True, nogil=True, parallel=PRANGE_ONLY)
+def _align_wave(
+    counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
+    bonus: np.ndarray, bonus_off: np.ndarray, threads: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_align_serial` of a batch of one large merge, its DP spread over ``threads`` (the
+    calling thread's Numba threads; :func:`dp_path_wave`); the same path, so the same parent."""
+    path_off = _path_offsets(col_offsets, 1)
+    path = np.empty(path_off[1], dtype=np.uint8)
+    ca = counts[col_offsets[0] : col_offsets[1]]
+    cb = counts[col_offsets[1] : col_offsets[2]]
+    na, nb = n_seqs[0], n_seqs[1]
+    first = _first_is_p1(ca, na, cb, nb)
+    bk = bonus[bonus_off[0] : bonus_off[1]]
+    seqseq = na == 1 and nb == 1
+    if seqseq and bk.shape[0] == 0:
+        length = dp_seqseq(ca, cb, m, g[0], path)[0]
+    elif first:
+        blocks, strips = wave_tiles(ca.shape[0], cb.shape[0], threads)
+        length = dp_path_wave(ca, na, cb, nb, m, g[0], seqseq, path, bk, False, blocks, strips)[0]
+    else:
+        blocks, strips = wave_tiles(cb.shape[0], ca.shape[0], threads)
+        length = dp_path_wave(cb, nb, ca, na, m, g[0], seqseq, path, bk, True, blocks, strips)[0]
+    parents = np.zeros((length, N_COUNTS), dtype=np.int32)
+    maps = np.empty(col_offsets[2], dtype=np.int64)
+    _merge_parent(counts, col_offsets, n_seqs, 0, path, length, first, maps, parents)
+    parent_off = np.zeros(2, dtype=np.int64)
+    parent_off[1] = length
     return maps, parents, parent_off
 
 

@@ -26,17 +26,15 @@ jump on each inner node they passed (its width, 8 bytes a column: at most the ma
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Callable
 
 import numba
 import numpy as np
 from numba import types
-from numba.core.errors import NumbaPerformanceWarning
 from numba.typed import List
 
 from msa.jit import njit
-from msa.backends.cpu.align import _align_batch, _align_serial
+from msa.backends.cpu.align import PRANGE_ONLY, WAVE_CELLS, _align_batch, _align_serial, _align_wave
 from msa.backends.cpu.segments import _copy_segment, _one_hot_segment
 from msa.profile import N_COUNTS
 
@@ -48,20 +46,10 @@ POLL_S = 0.1
 JUMP_HOPS = 8
 
 
-#: align_forest calls the thread pool's twin of the batch DP (``_align_batch``) on levels with
-#: the cells to share, and a function that calls a ``parallel=True``
-#: one must be compiled by Numba's parallel pipeline too: compiled without it, its cached entry
-#: crashed the process that loaded it (Numba 0.68). With prange only, none of Numba's other
-#: rewrites (array creation, array expressions), which would wake the pool for every small
-#: array a level makes.
-PRANGE_ONLY = {"prange": True, "numpy": False, "comprehension": False, "setitem": False, "reduction": False,
-               "stencil": False, "fusion": False, "inplace_binop": False}
-# Numba then warns, when it compiles align_forest, that the pipeline found nothing to run in
-# parallel: true, and meant so. Only that warning about this file is silenced.
-warnings.filterwarnings(
-    "ignore", r"(?s).*'parallel=True' was specified but no transformation.*msa.backends.cpu.forest\.py",
-    NumbaPerformanceWarning,
-)
+# align_forest calls the thread pool's twins of the batch DP (``_align_batch``, ``_align_wave``) on
+# levels with the cells to share, and a function that calls a ``parallel=True`` one must be
+# compiled by Numba's parallel pipeline too: compiled without it, its cached entry crashed the
+# process that loaded it (Numba 0.68). Hence PRANGE_ONLY (and its warning filter, in align.py).
 
 
 @njit(cache=True, nogil=True)
@@ -235,13 +223,17 @@ def bonus_table(
 def align_forest(
     codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, children: np.ndarray, order: np.ndarray,
     bounds: np.ndarray, gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, library, state: np.ndarray,
+    threads: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every merge of the forest, level by level, then every residue's final column.
 
     ``children[k]``: inner node ``n + k``'s two children (leaves ``< n``, sequence ``i`` at
     ``codes[offsets[i]:offsets[i + 1]]``, of weight ``weights[i]``); ``order[bounds[l]:bounds[l +
     1]]``: the inner nodes of level ``l``; ``gaps[k]``: merge ``k``'s gap vector. A level of fewer than
-    ``serial_cells`` DP cells (or of one merge) runs on this thread, as align_batch decides.
+    ``serial_cells`` DP cells (or of one merge) runs on this thread, as align_batch decides, but a
+    level of one merge of at least WAVE_CELLS cells spreads its DP over the ``threads`` (the
+    calling thread's Numba threads, an argument since a compiled call that asks cannot be cached;
+    _align_wave).
     ``library``: the merges' consistency libraries (msa.consistency.TopLibrary.arrays; merges
     without pairs get no bonus).
     Returns the final column of every residue (``codes`` layout) and every node's width;
@@ -306,7 +298,9 @@ def align_forest(
                         nodes[j] - n, kids[2 * j], kids[2 * j + 1], widths[kids[2 * j + 1]], kid_seqs[2 * j],
                         kid_seqs[2 * j + 1], library, offsets, parent, widths, level_maps, map_level, map_off,
                         walks, bonus[bonus_off[j] : bonus_off[j + 1]])
-        if m == 1 or cells < serial_cells:
+        if m == 1 and cells >= WAVE_CELLS and threads > 1:
+            maps, parents, parent_off = _align_wave(counts, col_offsets, kid_seqs, matrix, g, bonus, bonus_off, threads)
+        elif m == 1 or cells < serial_cells:
             maps, parents, parent_off = _align_serial(counts, col_offsets, kid_seqs, matrix, g, bonus, bonus_off)
         else:
             maps, parents, parent_off = _align_batch(counts, col_offsets, kid_seqs, matrix, g, bonus, bonus_off)
@@ -338,6 +332,18 @@ def align_forest(
     return columns, widths
 
 
+def wave_threads(threads: int) -> int:
+    """The threads one large merge's DP may spread over (``dp_path_wave``, whose blocks wait on
+    the block on their left): ``threads`` where Numba's pool runs each thread's share of a loop
+    in turn (OpenMP, workqueue), else 1 (TBB, which may run a later block before an earlier one
+    on a thread that then waits; or a process where no parallel loop has chosen the pool yet)."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:
+        return 1
+    return threads if layer in ("omp", "workqueue") else 1
+
+
 def run(
     codes: np.ndarray, offsets: np.ndarray, weights: np.ndarray, children: np.ndarray, order: np.ndarray,
     bounds: np.ndarray, gaps: np.ndarray, matrix: np.ndarray, serial_cells: int, library: tuple,
@@ -355,7 +361,7 @@ def run(
         try:
             numba.set_num_threads(threads)
             out.append(align_forest(codes, offsets, weights, children, order, bounds, gaps, matrix, serial_cells,
-                                    library, state))
+                                    library, state, wave_threads(threads)))
         except BaseException as exc:  # raised on the calling thread
             out.append(exc)
 
