@@ -649,25 +649,33 @@ def _first_is_p1(ca: np.ndarray, na: int, cb: np.ndarray, nb: int) -> bool:
 
 
 @njit(cache=True, nogil=True)
+def _merge_sides(
+    counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, k: int, bonus: np.ndarray, bonus_off: np.ndarray,
+) -> tuple:
+    """Merge ``k`` of a batch as its DP takes it: (P1's table, its sequences, P2's, its
+    sequences, whether child a plays P1, whether both are single sequences, the cell bonuses
+    ``bonus[bonus_off[k]:bonus_off[k + 1]]``, laid out child a's columns by child b's, or none)."""
+    ca = counts[col_offsets[2 * k] : col_offsets[2 * k + 1]]
+    cb = counts[col_offsets[2 * k + 1] : col_offsets[2 * k + 2]]
+    na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
+    seqseq = na == 1 and nb == 1
+    bk = bonus[bonus_off[k] : bonus_off[k + 1]]
+    if _first_is_p1(ca, na, cb, nb):
+        return ca, na, cb, nb, True, seqseq, bk
+    return cb, nb, ca, na, False, seqseq, bk
+
+
+@njit(cache=True, nogil=True)
 def _merge_path(
     counts: np.ndarray, col_offsets: np.ndarray, n_seqs: np.ndarray, m: np.ndarray, g: np.ndarray,
     k: int, path: np.ndarray, bonus: np.ndarray, bonus_off: np.ndarray,
 ) -> tuple[int, bool]:
-    """DP of merge ``k`` of a batch into ``path`` (gap costs ``g[k]``, cell bonuses
-    ``bonus[bonus_off[k]:bonus_off[k + 1]]``, child a's columns by child b's, or none): (path
-    length, whether child a plays P1)."""
-    gk = g[k]
-    ca = counts[col_offsets[2 * k] : col_offsets[2 * k + 1]]
-    cb = counts[col_offsets[2 * k + 1] : col_offsets[2 * k + 2]]
-    na, nb = n_seqs[2 * k], n_seqs[2 * k + 1]
-    first = _first_is_p1(ca, na, cb, nb)
-    seqseq = na == 1 and nb == 1
-    bk = bonus[bonus_off[k] : bonus_off[k + 1]]
-    if seqseq and bk.shape[0] == 0:  # na == 1: child a plays P1
-        return dp_seqseq(ca, cb, m, gk, path)[0], first
-    if first:
-        return dp_path(ca, na, cb, nb, m, gk, seqseq, path, bk, False)[0], first
-    return dp_path(cb, nb, ca, na, m, gk, seqseq, path, bk, True)[0], first
+    """DP of merge ``k`` of a batch into ``path`` (gap costs ``g[k]``, :func:`_merge_sides`):
+    (path length, whether child a plays P1)."""
+    p1, n1, p2, n2, first, seqseq, bk = _merge_sides(counts, col_offsets, n_seqs, k, bonus, bonus_off)
+    if seqseq and bk.shape[0] == 0:  # two single sequences: child a plays P1
+        return dp_seqseq(p1, p2, m, g[k], path)[0], first
+    return dp_path(p1, n1, p2, n2, m, g[k], seqseq, path, bk, not first)[0], first
 
 
 @njit(cache=True, nogil=True)
@@ -784,22 +792,13 @@ def _align_wave(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_align_serial` of a batch of one large merge, its DP spread over ``threads`` (the
     calling thread's Numba threads; :func:`dp_path_wave`); the same path, so the same parent."""
-    path_off = _path_offsets(col_offsets, 1)
-    path = np.empty(path_off[1], dtype=np.uint8)
-    ca = counts[col_offsets[0] : col_offsets[1]]
-    cb = counts[col_offsets[1] : col_offsets[2]]
-    na, nb = n_seqs[0], n_seqs[1]
-    first = _first_is_p1(ca, na, cb, nb)
-    bk = bonus[bonus_off[0] : bonus_off[1]]
-    seqseq = na == 1 and nb == 1
+    path = np.empty(col_offsets[2], dtype=np.uint8)
+    p1, n1, p2, n2, first, seqseq, bk = _merge_sides(counts, col_offsets, n_seqs, 0, bonus, bonus_off)
     if seqseq and bk.shape[0] == 0:
-        length = dp_seqseq(ca, cb, m, g[0], path)[0]
-    elif first:
-        blocks, strips = wave_tiles(ca.shape[0], cb.shape[0], threads)
-        length = dp_path_wave(ca, na, cb, nb, m, g[0], seqseq, path, bk, False, blocks, strips)[0]
+        length = dp_seqseq(p1, p2, m, g[0], path)[0]
     else:
-        blocks, strips = wave_tiles(cb.shape[0], ca.shape[0], threads)
-        length = dp_path_wave(cb, nb, ca, na, m, g[0], seqseq, path, bk, True, blocks, strips)[0]
+        blocks, strips = wave_tiles(p1.shape[0], p2.shape[0], threads)
+        length = dp_path_wave(p1, n1, p2, n2, m, g[0], seqseq, path, bk, not first, blocks, strips)[0]
     parents = np.zeros((length, N_COUNTS), dtype=np.int32)
     maps = np.empty(col_offsets[2], dtype=np.int64)
     _merge_parent(counts, col_offsets, n_seqs, 0, path, length, first, maps, parents)
