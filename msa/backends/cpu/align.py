@@ -115,12 +115,24 @@ def _start(w1: int, r2: np.ndarray, n1: int, tgo: int, tge: int) -> tuple:
 
 
 @njit(cache=True, nogil=True)
+def _gap_costs(c: np.ndarray, n: int, i: int, g: np.ndarray) -> tuple[int, int, int, int]:
+    """Column i's (1-based) gap costs of a profile of n sequences under gap vector g: its own gap
+    counts' cost, a gap column put after it (start, continue), and the re-typing correction."""
+    go, ge, tgo, tge = g[0], g[1], g[2], g[3]
+    col = c[i - 1]
+    o, e, to, te = _start_counts(c, n, i)
+    start = o * go + e * ge + to * tgo + te * tge
+    e, te = _cont_counts(c, n, i)
+    return (col[GO] * go + col[GE] * ge + col[TGO] * tgo + col[TGE] * tge, start, e * ge + te * tge,
+            col[GO] * (ge - go) + col[TGO] * (tge - tgo))
+
+
+@njit(cache=True, nogil=True)
 def _p2_columns(c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray) -> tuple:
     """Per column ``j`` (1-based) of P2: its score table (FAMSA's ``CProfile::CalculateCountersScores``,
     residue-major so a row's column scores are one vectorizable sweep over j), residues, V's
     gap costs (start, continue), re-typing correction, and the residues of columns 1..j."""
     w2 = c2.shape[0]
-    go, ge, tgo, tge = g[0], g[1], g[2], g[3]
     s2 = np.empty((_NRES, w2 + 1), dtype=np.int64)
     r2 = np.zeros(w2 + 1, dtype=np.int64)
     v_start = np.zeros(w2 + 1, dtype=np.int64)
@@ -128,7 +140,7 @@ def _p2_columns(c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray) -> tuple:
     retype2 = np.zeros(w2 + 1, dtype=np.int64)
     for j in range(1, w2 + 1):
         col = c2[j - 1]
-        gap_cost = col[GO] * go + col[GE] * ge + col[TGO] * tgo + col[TGE] * tge
+        gap_cost, v_start[j], v_cont[j], retype2[j] = _gap_costs(c2, n2, j, g)
         for a in range(_NRES):
             s2[a, j] = gap_cost
         r = 0
@@ -139,11 +151,6 @@ def _p2_columns(c2: np.ndarray, n2: int, m: np.ndarray, g: np.ndarray) -> tuple:
                 for a in range(_NRES):
                     s2[a, j] += cb * m[b, a]
         r2[j] = r
-        o, e, to, te = _start_counts(c2, n2, j)
-        v_start[j] = o * go + e * ge + to * tgo + te * tge
-        e, te = _cont_counts(c2, n2, j)
-        v_cont[j] = e * ge + te * tge
-        retype2[j] = col[GO] * (ge - go) + col[TGO] * (tge - tgo)
     return s2, r2, v_start, v_cont, retype2, np.cumsum(r2)
 
 
@@ -152,7 +159,6 @@ def _p1_rows(c1: np.ndarray, n1: int, g: np.ndarray) -> tuple:
     """Per row ``i`` (1-based) of P1: its residue codes and counts (``nnz`` of them), residues,
     gap cost, H's gap costs (start, continue) and re-typing correction."""
     w1 = c1.shape[0]
-    go, ge, tgo, tge = g[0], g[1], g[2], g[3]
     codes = np.zeros((w1 + 1, _NRES), dtype=np.int64)
     mult = np.zeros((w1 + 1, _NRES), dtype=np.int64)
     nnz = np.zeros(w1 + 1, dtype=np.int64)
@@ -171,12 +177,7 @@ def _p1_rows(c1: np.ndarray, n1: int, g: np.ndarray) -> tuple:
                 k += 1
                 r1[i] += col[a]
         nnz[i] = k
-        gap1[i] = col[GO] * go + col[GE] * ge + col[TGO] * tgo + col[TGE] * tge
-        o, e, to, te = _start_counts(c1, n1, i)
-        h_start[i] = o * go + e * ge + to * tgo + te * tge
-        e, te = _cont_counts(c1, n1, i)
-        h_cont[i] = e * ge + te * tge
-        retype1[i] = col[GO] * (ge - go) + col[TGO] * (tge - tgo)
+        gap1[i], h_start[i], h_cont[i], retype1[i] = _gap_costs(c1, n1, i, g)
     return codes, mult, nnz, r1, gap1, h_start, h_cont, retype1
 
 
